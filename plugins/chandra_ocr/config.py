@@ -1,0 +1,96 @@
+"""Validated options objects: one per stage group, unknown keys rejected, no environment reads."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from chandra_ocr.errors import ConfigError
+
+EngineKind = Literal["auto", "text", "cpu", "vllm", "openai"]
+ENGINE_KINDS: tuple[str, ...] = ("auto", "text", "cpu", "vllm", "openai")
+
+T = TypeVar("T")
+
+
+def from_mapping(cls: type[T], values: Mapping[str, Any]) -> T:
+    """Build the options dataclass ``cls`` from a mapping; unknown keys raise ConfigError."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(f"unknown {cls.__name__} option(s): {', '.join(unknown)}; known: {sorted(names)}")
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class PdfOptions:
+    """Discovery, compression, triage and rendering."""
+
+    settle_seconds: float = 30.0  # skip files modified more recently (still being written)
+    compress: bool = True
+    compress_timeout_s: float = 120.0
+    ocr_dpi: int = 200  # render resolution for OCR pages (before the pixel cap)
+    max_pixels: int = 6_291_456  # never render an OCR page larger than this
+    min_text_chars: int = 40  # fewer extractable characters than this → OCR route
+    max_bad_glyph_ratio: float = 0.3  # more replacement/unmapped glyphs than this → OCR route
+    image_cover_ratio: float = 0.8  # one image covering this share of the page → OCR route
+    doc_timeout_s: float = 300.0  # per-document limit for opening + triage (in a child process)
+    page_timeout_s: float = 60.0  # per-page limit for rendering / text extraction
+    memory_limit_mb: int = 3072  # address-space cap for PDF worker processes
+    workers: int = 2  # PDF worker processes (triage, rendering)
+
+    def __post_init__(self) -> None:
+        if self.ocr_dpi < 72 or self.max_pixels < 100_000:
+            raise ConfigError("ocr_dpi must be ≥ 72 and max_pixels ≥ 100000")
+        if self.workers < 1:
+            raise ConfigError("workers must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class ChunkOptions:
+    """Chunk sizing (tokens of the local tokenizer, see chunking.py)."""
+
+    max_tokens: int = 512
+    overlap_tokens: int = 64
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.overlap_tokens < self.max_tokens:
+            raise ConfigError("need 0 ≤ overlap_tokens < max_tokens")
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """Everything one ingestion run needs; built by the CLI or the DAGs, never from globals."""
+
+    engine: str = "auto"  # auto | text | cpu | vllm | openai
+    preset: str = "chandra2"  # model preset for the vllm/openai engines
+    batch_pages: int = 200  # pages per mapped batch (Airflow) / per engine run
+    failed_page_budget: float = 0.1  # share of failed pages above which a document is `partial`
+    reprocess: bool = False  # redo documents already in the knowledge base
+    pdf: PdfOptions = field(default_factory=PdfOptions)
+    chunk: ChunkOptions = field(default_factory=ChunkOptions)
+    engine_options: Mapping[str, Any] = field(default_factory=dict)  # passed to the engine's own options
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINE_KINDS:
+            raise ConfigError(f"engine must be one of {ENGINE_KINDS}, got {self.engine!r}")
+        if not 0.0 <= self.failed_page_budget <= 1.0:
+            raise ConfigError("failed_page_budget must be within [0, 1]")
+        if self.batch_pages < 1:
+            raise ConfigError("batch_pages must be ≥ 1")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> IngestOptions:
+        """Build from plain (e.g. JSON/Param) values, nested ``pdf`` and ``chunk`` mappings included."""
+        values = dict(values)
+        if isinstance(values.get("pdf"), Mapping):
+            values["pdf"] = from_mapping(PdfOptions, values["pdf"])
+        if isinstance(values.get("chunk"), Mapping):
+            values["chunk"] = from_mapping(ChunkOptions, values["chunk"])
+        return from_mapping(cls, values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (JSON-serialisable), the inverse of ``from_dict``."""
+        return dataclasses.asdict(self) | {"engine_options": dict(self.engine_options)}

@@ -1,0 +1,135 @@
+"""The one data model: Document → Page → Block/Table → Chunk, all plain typed dataclasses.
+
+Coordinates: every bbox is in PDF points of the page as displayed (rotation applied),
+origin top-left, x to the right, y down — the space PyMuPDF reports for words and blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+BBoxPt = tuple[float, float, float, float]
+"""(x0, y0, x1, y1) in PDF points, origin top-left, rotation applied."""
+
+Route = Literal["text", "ocr"]
+PageStatus = Literal["ok", "fallback", "failed"]
+DocStatus = Literal["ingested", "partial", "quarantined"]
+ChunkKind = Literal["text", "table"]
+
+# The normalised block label set; parsers map their model's labels onto it.
+LABELS = (
+    "text",
+    "title",
+    "section_header",
+    "list",
+    "table",
+    "figure",
+    "caption",
+    "footnote",
+    "formula",
+    "code",
+    "page_header",
+    "page_footer",
+    "form",
+    "other",
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One layout block of a page."""
+
+    block_no: int
+    label: str
+    bbox: BBoxPt | None
+    text: str
+    html: str | None = None
+    level: int | None = None  # heading level for section_header/title blocks
+
+
+@dataclass(frozen=True)
+class TableCell:
+    """One cell of a table grid; spanned cells appear once, at their top-left position."""
+
+    row: int
+    col: int
+    text: str
+    rowspan: int = 1
+    colspan: int = 1
+    is_header: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table found on a page, from the model's HTML, Markdown, or the native PDF structure."""
+
+    table_no: int
+    bbox: BBoxPt | None
+    n_rows: int
+    n_cols: int
+    header: tuple[str, ...]
+    source: Literal["html", "native", "markdown"]
+    cells: tuple[TableCell, ...]
+    html: str | None = None
+    caption: str | None = None
+
+
+@dataclass
+class Page:
+    """One page with its route, the engine's accounting, and its extracted content."""
+
+    page_no: int  # 1-based
+    width_pt: float
+    height_pt: float
+    route: Route
+    engine: str
+    model: str | None = None
+    status: PageStatus = "ok"
+    attempts: int = 1
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    error: str | None = None
+    fallback_reason: str | None = None
+    raw: str | None = None
+    blocks: list[Block] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+
+@dataclass
+class Document:
+    """A source PDF and everything extracted from it."""
+
+    doc_id: str  # sha256 of the original bytes
+    source_uri: str
+    file_name: str
+    bytes: int
+    status: DocStatus = "ingested"
+    error: str | None = None
+    compressed_bytes: int | None = None
+    n_pages: int = 0
+    pipeline_version: str = ""
+    model: str | None = None
+    pages: list[Page] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The document as JSON-ready dicts (the JSON export of the model)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrieval unit with its provenance."""
+
+    chunk_id: str
+    doc_id: str
+    chunk_no: int
+    kind: ChunkKind
+    text: str
+    n_tokens: int
+    header_path: tuple[str, ...]
+    page_start: int
+    page_end: int
+    bboxes: tuple[tuple[int, float, float, float, float], ...]  # (page_no, x0, y0, x1, y1)

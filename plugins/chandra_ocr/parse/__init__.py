@@ -1,0 +1,1 @@
+"""Parsers from model output (Chandra layout HTML, Markdown) to blocks and tables."""

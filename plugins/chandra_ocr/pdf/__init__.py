@@ -1,0 +1,1 @@
+"""PDF stages: discovery, compression, triage (route per page) and rendering."""

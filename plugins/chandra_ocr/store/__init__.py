@@ -1,0 +1,1 @@
+"""Storage: Parquet shards per document and the DuckDB loader."""
