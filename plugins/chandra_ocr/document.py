@@ -84,6 +84,7 @@ class Page:
     height_pt: float
     route: Route
     engine: str
+    route_reason: str | None = None
     model: str | None = None
     status: PageStatus = "ok"
     attempts: int = 1
@@ -109,8 +110,10 @@ class Document:
     status: DocStatus = "ingested"
     error: str | None = None
     compressed_bytes: int | None = None
+    compress_method: str | None = None
     n_pages: int = 0
     pipeline_version: str = ""
+    engine: str | None = None
     model: str | None = None
     pages: list[Page] = field(default_factory=list)
 
