@@ -1,0 +1,120 @@
+"""`chandra-ingest`: run the pipeline, show the knowledge base's status, query it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from chandra_ocr.config import ENGINE_KINDS, IngestOptions, PdfOptions
+from chandra_ocr.errors import ChandraOcrError
+from chandra_ocr.store.duckdb_store import connect
+from chandra_ocr.store.layout import KbLayout
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chandra-ingest", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="ingest new PDFs from SOURCE (folder or glob) into the knowledge base")
+    run.add_argument("source")
+    run.add_argument("--kb", required=True, help="knowledge-base folder (Parquet shards + kb.duckdb)")
+    run.add_argument("--engine", default="auto", choices=ENGINE_KINDS, help="engine for OCR-route pages")
+    run.add_argument("--preset", default="chandra2", help="model preset for the vllm/openai engines")
+    run.add_argument("--batch-pages", type=int, default=200)
+    run.add_argument("--settle-seconds", type=float, default=30.0,
+                     help="skip files modified this recently (still being written)")
+    run.add_argument("--no-compress", action="store_true", help="skip Ghostscript/PyMuPDF pre-compression")
+    run.add_argument("--workers", type=int, default=2, help="PDF worker processes")
+    run.add_argument("--limit", type=int, help="at most this many new documents")
+    run.add_argument("--reprocess", action="store_true",
+                     help="redo documents ingested under an older pipeline version")
+    run.add_argument("--engine-option", action="append", default=[], metavar="KEY=JSON",
+                     help="engine option, e.g. max_attempts=3 (repeatable)")
+
+    status = sub.add_parser("status", help="documents and pages by status")
+    status.add_argument("--kb", required=True)
+
+    query = sub.add_parser("query", help="run one SQL statement against kb.duckdb (read-only)")
+    query.add_argument("--kb", required=True)
+    query.add_argument("sql")
+    return parser
+
+
+def _engine_options(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from chandra_ocr.pipeline import run
+
+    options = IngestOptions(
+        engine=args.engine, preset=args.preset, batch_pages=args.batch_pages, reprocess=args.reprocess,
+        pdf=PdfOptions(settle_seconds=args.settle_seconds, compress=not args.no_compress, workers=args.workers),
+        engine_options=_engine_options(args.engine_option),
+    )
+    summary = run(args.source, args.kb, options, limit=args.limit)
+    d = summary.discovery
+    print(f"run {summary.run_id}: {len(d.new)} new, {len(d.known)} already ingested, "
+          f"{len(d.duplicates)} duplicates, {len(d.recent)} still being written, {len(d.refused)} refused")
+    for path, other in ((f.path, first) for f, first in d.duplicates):
+        print(f"  duplicate: {path} (same bytes as {other})")
+    for path, reason in d.refused:
+        print(f"  refused: {path}: {reason}")
+    rate = summary.pages / summary.seconds if summary.seconds else 0.0
+    print(f"documents by status: {summary.statuses}; {summary.pages} pages in {summary.seconds:.1f} s "
+          f"({rate:.2f} pages/s)")
+    print(f"knowledge base: {KbLayout(Path(args.kb)).duckdb_path}")
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    return _print_query(args.kb, """
+        SELECT d.status, count(DISTINCT d.doc_id) AS documents, count(p.page_no) AS pages,
+               count(p.page_no) FILTER (WHERE p.route = 'ocr') AS ocr_pages,
+               count(p.page_no) FILTER (WHERE p.status = 'fallback') AS fallback_pages,
+               count(p.page_no) FILTER (WHERE p.status = 'failed') AS failed_pages
+        FROM documents d LEFT JOIN pages p USING (doc_id) GROUP BY d.status ORDER BY d.status""")
+
+
+def _print_query(kb: str, sql: str) -> int:
+    layout = KbLayout(Path(kb))
+    if not layout.duckdb_path.exists():
+        print(f"no knowledge base at {layout.duckdb_path}", file=sys.stderr)
+        return 1
+    con = connect(layout, read_only=True)
+    try:
+        con.sql(sql).show(max_width=200, max_rows=100)
+    finally:
+        con.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``chandra-ingest`` console script."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "run":
+            return _cmd_run(args)
+        if args.command == "status":
+            return _cmd_status(args)
+        return _print_query(args.kb, args.sql)
+    except ChandraOcrError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Small, JSON-serialisable batch manifests passed between stages (and through Airflow XCom)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class DocRef:
+    """One document of a batch: where it is and what the stages learned about it so far."""
+
+    doc_id: str
+    source: str  # the original file (never modified)
+    bytes: int
+    n_pages: int = 0  # estimate from planning; exact after extraction
+    work_pdf: str | None = None  # compressed copy when kept, else the original
+    compressed_bytes: int | None = None
+    compress_method: str | None = None
+    status: str | None = None  # set by extract/assemble: ingested | partial | quarantined
+
+
+@dataclass
+class Batch:
+    """A unit of mapped work: documents totalling about ``batch_pages`` pages."""
+
+    batch_id: str
+    docs: list[DocRef]
+    counts: dict[str, int] = field(default_factory=dict)
+    engine: str | None = None  # set by the extract stage: which engine read the OCR pages
+    model: str | None = None
+
+    @classmethod
+    def of(cls, docs: list[DocRef]) -> Batch:
+        """A batch whose id is derived from its documents (deterministic across reruns)."""
+        digest = hashlib.sha256("".join(d.doc_id for d in docs).encode()).hexdigest()[:12]
+        return cls(batch_id=f"b-{digest}", docs=docs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> Batch:
+        names = {f.name for f in fields(DocRef)}
+        docs = [DocRef(**{k: v for k, v in d.items() if k in names}) for d in value["docs"]]
+        return cls(batch_id=value["batch_id"], docs=docs, counts=dict(value.get("counts", {})),
+                   engine=value.get("engine"), model=value.get("model"))
+
+
+def plan_batches(docs: list[DocRef], batch_pages: int) -> list[Batch]:
+    """Pack documents in order into batches of at most ``batch_pages`` pages (a larger document alone)."""
+    batches: list[Batch] = []
+    current: list[DocRef] = []
+    pages = 0
+    for doc in docs:
+        n = max(1, doc.n_pages)
+        if current and pages + n > batch_pages:
+            batches.append(Batch.of(current))
+            current, pages = [], 0
+        current.append(doc)
+        pages += n
+    if current:
+        batches.append(Batch.of(current))
+    return batches

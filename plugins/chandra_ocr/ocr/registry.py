@@ -1,0 +1,47 @@
+"""Build an OCR engine from its kind, preset and options (imports happen only for the kind used)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from typing import Any
+
+from chandra_ocr.config import from_mapping
+from chandra_ocr.errors import ConfigError
+from chandra_ocr.ocr.base import OcrEngine
+
+
+def resolve_kind(kind: str) -> str:
+    """``auto`` → ``vllm`` when vLLM and a CUDA device are present, else ``cpu``."""
+    if kind != "auto":
+        return kind
+    if importlib.util.find_spec("vllm") is None or importlib.util.find_spec("torch") is None:
+        return "cpu"
+    import torch
+
+    return "vllm" if torch.cuda.is_available() else "cpu"
+
+
+def build_engine(kind: str, preset: str, options: Mapping[str, Any] | None = None) -> OcrEngine:
+    """The engine for the OCR route: ``text`` | ``cpu`` | ``vllm`` | ``openai`` | ``auto``."""
+    options = dict(options or {})
+    kind = resolve_kind(kind)
+    if kind == "text":
+        from chandra_ocr.ocr.text_engine import TextEngine
+
+        return TextEngine()
+    if kind == "cpu":
+        from chandra_ocr.ocr.cpu_engine import CpuEngine, CpuOptions
+
+        return CpuEngine(from_mapping(CpuOptions, options))
+    if kind == "vllm":
+        from chandra_ocr.ocr.presets import get_preset
+        from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+
+        return VllmEngine(get_preset(preset), from_mapping(VllmOptions, options))
+    if kind == "openai":
+        from chandra_ocr.ocr.openai_engine import OpenAIEngine, ServerOptions
+        from chandra_ocr.ocr.presets import get_preset
+
+        return OpenAIEngine(get_preset(preset), from_mapping(ServerOptions, options))
+    raise ConfigError(f"unknown engine kind {kind!r}: use auto, text, cpu, vllm or openai")

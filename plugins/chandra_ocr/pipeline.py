@@ -1,0 +1,175 @@
+"""The stages wired together without Airflow: discover → plan → compress → extract → assemble → load.
+
+The CLI runs them in one process; the Airflow DAGs call the same functions, one task per
+stage, with ``Batch`` manifests in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from chandra_ocr import PIPELINE_VERSION
+from chandra_ocr.assemble import document_json, document_markdown
+from chandra_ocr.chunking import chunk_document
+from chandra_ocr.config import IngestOptions
+from chandra_ocr.document import Document
+from chandra_ocr.errors import StoreError
+from chandra_ocr.extract import checkpoint_key, extract_batch
+from chandra_ocr.manifest import Batch, DocRef, plan_batches
+from chandra_ocr.ocr.base import OcrEngine
+from chandra_ocr.ocr.registry import build_engine
+from chandra_ocr.pdf.compress import compress_pdf
+from chandra_ocr.pdf.discover import Discovery, discover
+from chandra_ocr.pdf.workers import PdfWorkers
+from chandra_ocr.store import checkpoints
+from chandra_ocr.store.atomic import write_text_atomic
+from chandra_ocr.store.duckdb_store import RunRecord, document_versions, known_documents, load_documents
+from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.store.parquet import write_shards
+from chandra_ocr.store.rows import document_rows
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunSummary:
+    """What one end-to-end run did."""
+
+    run_id: str
+    discovery: Discovery
+    batches: list[Batch]
+    loaded: dict[str, int]
+    seconds: float
+    pages: int
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for b in self.batches:
+            for d in b.docs:
+                out[d.status or "?"] = out.get(d.status or "?", 0) + 1
+        return out
+
+
+def discover_new(source: str | Path, layout: KbLayout, options: IngestOptions, **filters) -> Discovery:
+    """New PDFs under ``source``; with ``options.reprocess``, also those ingested under another pipeline version."""
+    known = known_documents(layout)
+    if options.reprocess:
+        current = {d for d, (version, _model) in document_versions(layout).items() if version == PIPELINE_VERSION}
+        known = {d: uri for d, uri in known.items() if d in current}
+    return discover(source, known, settle_seconds=options.pdf.settle_seconds, **filters)
+
+
+def _count_pages(path: str) -> int:
+    import pymupdf
+
+    with pymupdf.open(path) as doc:
+        return doc.page_count
+
+
+def plan(discovery: Discovery, options: IngestOptions, workers: PdfWorkers) -> list[Batch]:
+    """Batches of about ``options.batch_pages`` pages (page counts read in workers, time-limited)."""
+    docs = [DocRef(f.doc_id, f.path, f.bytes) for f in discovery.new]
+    futures = [workers.submit(_count_pages, d.source, timeout=30.0) for d in docs]
+    for doc, fut in zip(docs, futures, strict=True):
+        try:
+            doc.n_pages = int(fut.result())
+        except Exception:  # unreadable here → the extract stage quarantines it with the real reason
+            doc.n_pages = 1
+    return plan_batches(docs, options.batch_pages)
+
+
+def compress_batch(batch: Batch, layout: KbLayout, options: IngestOptions) -> Batch:
+    """Pre-compress each document into its work folder (the original is never touched)."""
+    for doc in batch.docs:
+        if not options.pdf.compress:
+            doc.work_pdf, doc.compressed_bytes, doc.compress_method = doc.source, None, "none"
+            continue
+        result = compress_pdf(Path(doc.source), layout.compressed_pdf(doc.doc_id),
+                              min_dpi=options.pdf.ocr_dpi, timeout_s=options.pdf.compress_timeout_s)
+        doc.work_pdf = result.output
+        doc.compressed_bytes = result.bytes_after if result.kept else None
+        doc.compress_method = result.method if result.kept else "none"
+    return batch
+
+
+def assemble_batch(batch: Batch, layout: KbLayout, options: IngestOptions, run_id: str) -> Batch:
+    """Build each document from its checkpoints, chunk it, write its Parquet shards and exports."""
+    if batch.engine is None:
+        raise StoreError(f"batch {batch.batch_id} has not been through the extract stage")
+    now = datetime.now(UTC)
+    for ref in batch.docs:
+        doc = assemble_document(ref, layout, options, batch.engine, batch.model)
+        chunks = chunk_document(doc, options.chunk) if doc.status != "quarantined" else []
+        write_shards(layout, doc.doc_id, document_rows(doc, chunks, run_id=run_id, now=now))
+        if doc.status != "quarantined":
+            write_text_atomic(layout.export(doc.doc_id, ".md"), document_markdown(doc))
+            write_text_atomic(layout.export(doc.doc_id, ".json"), document_json(doc))
+        ref.status = doc.status
+    return batch
+
+
+def assemble_document(
+    ref: DocRef, layout: KbLayout, options: IngestOptions, engine: str, model: str | None
+) -> Document:
+    """The Document of one reference from its extract checkpoints; raises StoreError if extraction is missing."""
+    key = checkpoint_key(engine, model)
+    record = checkpoints.read_document_record(layout, ref.doc_id)
+    if record is None:
+        raise StoreError(f"document {ref.doc_id} was never extracted")
+    doc = Document(ref.doc_id, ref.source, os.path.basename(ref.source), ref.bytes,
+                   compressed_bytes=ref.compressed_bytes, compress_method=ref.compress_method,
+                   pipeline_version=PIPELINE_VERSION, engine=engine, model=model)
+    if record["status"] == "quarantined":
+        doc.status, doc.error = "quarantined", record["error"]
+        return doc
+    doc.n_pages = record["n_pages"]
+    for n in range(1, doc.n_pages + 1):
+        page = checkpoints.read_page(layout, ref.doc_id, n, key)
+        if page is None:
+            raise StoreError(f"page {n} of {ref.doc_id} has no checkpoint; rerun the extract stage")
+        doc.pages.append(page)
+    failed = sum(p.status == "failed" for p in doc.pages)
+    if failed and failed / max(doc.n_pages, 1) > options.failed_page_budget:
+        doc.status = "partial"
+        doc.error = f"{failed} of {doc.n_pages} pages could not be read"
+    return doc
+
+
+def run(source: str | Path, kb_dir: str | Path, options: IngestOptions, engine: OcrEngine | None = None,
+        **filters) -> RunSummary:
+    """Ingest new PDFs from ``source`` into the knowledge base at ``kb_dir``, end to end, in this process."""
+    started, t0 = datetime.now(UTC), time.monotonic()
+    run_id = f"cli-{started:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    layout = KbLayout(Path(kb_dir))
+    discovery = discover_new(source, layout, options, **filters)
+    log.info("discovered %d new, %d known, %d duplicates, %d recent, %d refused", len(discovery.new),
+             len(discovery.known), len(discovery.duplicates), len(discovery.recent), len(discovery.refused))
+    owns_engine = engine is None
+    engine = engine or build_engine(options.engine, options.preset, options.engine_options)
+    batches: list[Batch] = []
+    with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
+        batches = plan(discovery, options, workers)
+        if batches:
+            engine.start()
+        try:
+            for batch in batches:
+                compress_batch(batch, layout, options)
+                extract_batch(batch, layout, options, engine, workers)
+                assemble_batch(batch, layout, options, run_id)
+        finally:
+            if owns_engine:
+                engine.close()
+    seconds = time.monotonic() - t0
+    pages = sum(d.n_pages for b in batches for d in b.docs)
+    record = RunRecord(run_id, started, datetime.now(UTC), sum(len(b.docs) for b in batches), pages,
+                       {"seconds": seconds, "pages_per_s": pages / seconds if seconds else 0.0,
+                        "engine": engine.name, "model": engine.model, **engine.metrics()})
+    loaded = load_documents(layout, [d.doc_id for b in batches for d in b.docs], record if batches else None)
+    return RunSummary(run_id, discovery, batches, loaded, seconds, pages)

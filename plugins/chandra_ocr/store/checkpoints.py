@@ -1,0 +1,68 @@
+"""Page-level checkpoints of the extract stage, so a crashed batch resumes where it stopped.
+
+A checkpoint is valid only for the engine key it was written under (pipeline version, engine,
+model): a different model or pipeline version redoes the page.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from chandra_ocr.document import Block, Page, Table, TableCell
+from chandra_ocr.store.atomic import write_text_atomic
+from chandra_ocr.store.layout import KbLayout
+
+
+def page_to_json(page: Page, engine_key: str) -> str:
+    """Serialise a page (blocks and tables included) with the key it is valid for."""
+    return json.dumps({"engine_key": engine_key, "page": asdict(page)}, ensure_ascii=False)
+
+
+def page_from_dict(value: dict[str, Any]) -> Page:
+    """Inverse of ``asdict(page)``."""
+    value = dict(value)
+    value["blocks"] = [Block(**{**b, "bbox": _tuple(b["bbox"])}) for b in value.get("blocks", [])]
+    value["tables"] = [
+        Table(
+            **{
+                **t,
+                "bbox": _tuple(t["bbox"]),
+                "header": tuple(t["header"]),
+                "cells": tuple(TableCell(**c) for c in t["cells"]),
+            }
+        )
+        for t in value.get("tables", [])
+    ]
+    return Page(**value)
+
+
+def _tuple(v: list | None) -> tuple | None:
+    return tuple(v) if v is not None else None
+
+
+def write_page(layout: KbLayout, doc_id: str, page: Page, engine_key: str) -> None:
+    """Atomically checkpoint one finished page."""
+    write_text_atomic(layout.page_checkpoint(doc_id, page.page_no), page_to_json(page, engine_key))
+
+
+def read_page(layout: KbLayout, doc_id: str, page_no: int, engine_key: str | None = None) -> Page | None:
+    """The checkpointed page, or None if absent (or written under another engine key when one is given)."""
+    path = layout.page_checkpoint(doc_id, page_no)
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if engine_key is not None and data.get("engine_key") != engine_key:
+        return None
+    return page_from_dict(data["page"])
+
+
+def write_document_record(layout: KbLayout, doc_id: str, record: dict[str, Any]) -> None:
+    """Document-level outcome of extraction: page count and triage, or the quarantine reason."""
+    write_text_atomic(layout.document_checkpoint(doc_id), json.dumps(record, ensure_ascii=False))
+
+
+def read_document_record(layout: KbLayout, doc_id: str) -> dict[str, Any] | None:
+    path = layout.document_checkpoint(doc_id)
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
