@@ -1,0 +1,108 @@
+"""The Parquet shards and the DuckDB loader, on a real DuckDB file."""
+
+from datetime import UTC, datetime, timedelta
+
+import duckdb
+import pytest
+
+from chandra_ocr.document import Block, Chunk, Document, Page, Table, TableCell
+from chandra_ocr.errors import StoreError
+from chandra_ocr.store.duckdb_store import connect, known_documents, load_documents
+from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.store.parquet import write_shards
+from chandra_ocr.store.rows import document_rows
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _doc(doc_id: str, texts: list[str]) -> tuple[Document, list[Chunk]]:
+    blocks = [Block(i, "text", (10, 10 + 20 * i, 100, 25 + 20 * i), t) for i, t in enumerate(texts)]
+    table = Table(1, (10, 300, 200, 400), 2, 2, ("k", "v"), "native",
+                  (TableCell(0, 0, "k", is_header=True), TableCell(0, 1, "v", is_header=True),
+                   TableCell(1, 0, "a"), TableCell(1, 1, "1")))
+    doc = Document(doc_id, f"/in/{doc_id}.pdf", f"{doc_id}.pdf", 123, n_pages=1,
+                   pages=[Page(1, 612, 792, "text", "text", blocks=blocks, tables=[table])])
+    chunks = [Chunk(f"{doc_id}-{t}", doc_id, i, "text", t, 1, ("H",), 1, 1, ((1, 1.0, 2.0, 3.0, 4.0),))
+              for i, t in enumerate(texts)]
+    return doc, chunks
+
+
+def _ingest(layout, doc_id, texts, now):
+    doc, chunks = _doc(doc_id, texts)
+    write_shards(layout, doc_id, document_rows(doc, chunks, run_id="r", now=now))
+    return load_documents(layout, [doc_id])
+
+
+def _table_hashes(layout):
+    con = connect(layout, read_only=True)
+    try:
+        return {t: con.sql(f"SELECT count(*), bit_xor(hash(COLUMNS(*))) FROM {t}").fetchall()
+                for t in ("documents", "pages", "blocks", "tables", "table_cells", "chunks")}
+    finally:
+        con.close()
+
+
+def test_load_is_idempotent(tmp_path):
+    layout = KbLayout(tmp_path)
+    counts = _ingest(layout, "d1", ["alpha", "beta"], T0)
+    assert counts == {"documents": 1, "pages": 1, "blocks": 2, "tables": 1, "table_cells": 4, "chunks": 2}
+    before = _table_hashes(layout)
+    load_documents(layout, ["d1"])
+    assert _table_hashes(layout) == before
+    assert known_documents(layout) == {"d1": "/in/d1.pdf"}
+
+
+def test_reingest_replaces_rows_keeps_first_seen_and_unchanged_chunk_times(tmp_path):
+    layout = KbLayout(tmp_path)
+    _ingest(layout, "d1", ["alpha", "beta"], T0)
+    _ingest(layout, "d2", ["other"], T0)
+    _ingest(layout, "d1", ["alpha", "gamma", "delta"], T0 + timedelta(days=1))
+    con = connect(layout, read_only=True)
+    try:
+        chunks = dict(con.sql("SELECT text, updated_at FROM chunks WHERE doc_id = 'd1'").fetchall())
+        assert set(chunks) == {"alpha", "gamma", "delta"}  # no orphan "beta"
+        assert chunks["alpha"] == T0 and chunks["gamma"] == T0 + timedelta(days=1)
+        assert con.sql("SELECT chunk_id FROM chunk_tombstones").fetchall() == [("d1-beta",)]
+        assert con.execute("SELECT first_seen, ingested_at FROM documents WHERE doc_id='d1'").fetchone() == (
+            T0, T0 + timedelta(days=1))
+        assert con.execute("SELECT count(*) FROM blocks WHERE doc_id='d1'").fetchone()[0] == 3
+        assert con.execute("SELECT count(*) FROM chunks WHERE doc_id='d2'").fetchone()[0] == 1
+    finally:
+        con.close()
+
+
+def test_missing_shards_fail_before_touching_the_database(tmp_path):
+    layout = KbLayout(tmp_path)
+    with pytest.raises(StoreError, match="no shards"):
+        load_documents(layout, ["nope"])
+    assert not layout.duckdb_path.exists()
+
+
+def test_a_failing_load_rolls_back_everything(tmp_path):
+    layout = KbLayout(tmp_path)
+    _ingest(layout, "d1", ["alpha"], T0)
+    before = _table_hashes(layout)
+    doc, chunks = _doc("d3", ["x", "x2"])
+    chunks = [chunks[0], chunks[0]]  # duplicate chunk_id violates the primary key
+    write_shards(layout, "d3", document_rows(doc, chunks, run_id="r", now=T0))
+    with pytest.raises(duckdb.ConstraintException):
+        load_documents(layout, ["d3"])
+    assert _table_hashes(layout) == before
+
+
+def test_reader_waits_for_the_writer_lock_instead_of_failing(tmp_path):
+    """DuckDB locks the file across processes: a second process must wait, not error."""
+    import subprocess
+    import sys
+    import textwrap
+
+    layout = KbLayout(tmp_path)
+    _ingest(layout, "d1", ["alpha"], T0)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import duckdb, time, sys
+        con = duckdb.connect({str(layout.duckdb_path)!r})
+        print("locked", flush=True); time.sleep(2); con.close()
+    """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    assert known_documents(layout) == {"d1": "/in/d1.pdf"}
+    holder.wait(10)
