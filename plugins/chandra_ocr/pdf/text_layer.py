@@ -1,0 +1,251 @@
+"""Text-layer extraction: one PyMuPDF pass per page → labelled blocks in reading order + quality stats."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import pymupdf
+
+from chandra_ocr.document import Block
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+# Clip to the page, expand ligatures (better for search), keep images out of the pass (they would
+# be copied into Python); unmapped glyphs come back as U+FFFD instead of their CID.
+_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_PRESERVE_WHITESPACE
+_VISIBLE = pymupdf.mupdf.FZ_STEXT_FILLED | pymupdf.mupdf.FZ_STEXT_STROKED
+_UNMAPPED = pymupdf.mupdf.FZ_STEXT_UNICODE_IS_CID | pymupdf.mupdf.FZ_STEXT_UNICODE_IS_GID
+_BOLD_CHAR = pymupdf.mupdf.FZ_STEXT_BOLD
+
+BAND = 0.06  # share of the page height treated as the header / footer band
+RUNNING_BAND = 0.15  # a one-line block this close to the edge with a page number is a running header
+_PAGE_NUMBER = re.compile(
+    r"(?:^|\s)(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})$|^(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})(?:\s|$)"
+)
+_BAD_GLYPH = re.compile("[\ufffd\ue000-\uf8ff\U000f0000-\U0010ffff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_LIST_ITEM = re.compile(
+    r"^(?:[•◦▪▫●○■□‣⁃∙·➢►▶✓✔\-–—*\ufffd\ue000-\uf8ff]|\(?\d{1,3}[.)]|\(?[a-z][.)]|\((?:[ivx]{1,4})\))\s"
+)
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u202f\u205f\u3000]+")
+_HYPHEN_END = re.compile(r"[^\W\d_][-\u00ad\u2010]$")
+
+
+@dataclass(frozen=True)
+class TextStats:
+    """What triage needs to judge a page's text layer."""
+
+    n_chars: int  # non-space characters, visible or not
+    bad_glyph_ratio: float  # share of U+FFFD / private-use / control / unmapped-glyph characters
+    invisible_ratio: float  # share drawn invisibly (render mode 3: typically an earlier OCR layer)
+    image_cover: float | None = None  # share of the page covered by its largest image; None: not measured
+
+
+@dataclass(frozen=True)
+class PageText:
+    """The blocks of one page and the statistics of the same extraction pass."""
+
+    blocks: list[Block]
+    stats: TextStats
+
+    @property
+    def text(self) -> str:
+        """The page text: blocks in reading order, separated by blank lines."""
+        return "\n\n".join(b.text for b in self.blocks)
+
+
+@dataclass
+class _Raw:
+    """One MuPDF text block before labelling (bbox in displayed page space)."""
+
+    bbox: tuple[float, float, float, float]
+    text: str
+    n_lines: int
+    size: float  # dominant font size (by characters)
+    bold: float  # share of bold characters
+
+
+def read_page(page: pymupdf.Page) -> PageText:
+    """Extract labelled blocks and text statistics from ``page`` in one text pass (images not measured)."""
+    data = page.get_text("dict", flags=_FLAGS)
+    raws, counts = _collect(data["blocks"], page.rotation_matrix if page.rotation else None)
+    n_chars, n_bad, n_invisible = counts
+    body = _body_size(raws)
+    height = page.rect.height
+    edges = (min(raws, key=lambda r: r.bbox[1]), max(raws, key=lambda r: r.bbox[3])) if raws else None
+    blocks = [_label(raw, body, height, edges) for raw in raws]  # type: ignore[arg-type]
+    stats = TextStats(
+        n_chars=n_chars,
+        bad_glyph_ratio=n_bad / n_chars if n_chars else 0.0,
+        invisible_ratio=n_invisible / n_chars if n_chars else 0.0,
+    )
+    return PageText(blocks=_reading_order(blocks), stats=stats)
+
+
+def text_blocks(page: pymupdf.Page) -> list[Block]:
+    """Labelled text blocks of ``page`` in reading order; bboxes in points of the displayed page."""
+    return read_page(page).blocks
+
+
+def text_quality(page: pymupdf.Page) -> TextStats:
+    """Quality statistics of ``page``'s text layer, the largest-image share included."""
+    return replace(read_page(page).stats, image_cover=largest_image_share(page))
+
+
+def largest_image_share(page: pymupdf.Page) -> float:
+    """Share of the page area covered by its largest image (0.0 without images; cheap then)."""
+    if not page.get_images(full=True):
+        return 0.0
+    page_rect = page.rect * page.derotation_matrix if page.rotation else page.rect
+    area = abs(page_rect)
+    if not area:
+        return 0.0
+    best = 0.0
+    for info in page.get_image_info():
+        best = max(best, abs(pymupdf.Rect(info["bbox"]) & page_rect) / area)
+    return min(best, 1.0)
+
+
+def _collect(
+    blocks: Iterable[dict], rotate: pymupdf.Matrix | None
+) -> tuple[list[_Raw], tuple[int, int, int]]:
+    """Raw blocks plus (non-space chars, bad chars, invisible chars) over the whole page."""
+    raws: list[_Raw] = []
+    n_chars = n_bad = n_invisible = 0
+    for block in blocks:
+        if block["type"] != 0:
+            continue
+        lines: list[str] = []
+        sizes: Counter[float] = Counter()
+        n_bold = n_block = 0
+        row = (0.0, 0.0, 0.0)  # (y0, y1, x1) of the current visual line
+        for line in block["lines"]:
+            parts = []
+            for span in line["spans"]:
+                text = span["text"]
+                parts.append(text)
+                n = len(text) - text.count(" ")
+                if not n:
+                    continue
+                flags = span["char_flags"]
+                n_block += n
+                sizes[round(span["size"] * 2) / 2] += n
+                if span["flags"] & pymupdf.TEXT_FONT_BOLD or flags & _BOLD_CHAR:
+                    n_bold += n
+                if not flags & _VISIBLE:
+                    n_invisible += n
+                if flags & _UNMAPPED:
+                    n_bad += n
+                else:
+                    n_bad += len(_BAD_GLYPH.findall(text))
+            if not parts:
+                continue
+            x0, y0, x1, y1 = line["bbox"]
+            if lines and row[0] <= (y0 + y1) / 2 <= row[1] and x0 >= row[2] - 1:
+                lines[-1] += " " + "".join(parts)  # same visual line, split by MuPDF at a gap
+            else:
+                lines.append("".join(parts))
+            row = (y0, y1, x1)
+        text = _join_lines(lines)
+        if not text:
+            continue
+        n_chars += n_block
+        bbox = pymupdf.Rect(block["bbox"])
+        if rotate is not None:
+            bbox = bbox * rotate
+        raws.append(
+            _Raw(
+                bbox=(bbox.x0, bbox.y0, bbox.x1, bbox.y1),
+                text=text,
+                n_lines=len(lines),
+                size=sizes.most_common(1)[0][0],
+                bold=n_bold / n_block,
+            )
+        )
+    return raws, (n_chars, n_bad, n_invisible)
+
+
+def _join_lines(lines: list[str]) -> str:
+    """One block's lines as text: hyphenation undone, whitespace collapsed, list items on new lines."""
+    out = ""
+    for raw in lines:
+        line = _SPACES.sub(" ", raw).strip()
+        if not line:
+            continue
+        if not out:
+            out = line
+        elif _LIST_ITEM.match(line):
+            out += "\n" + line
+        elif _HYPHEN_END.search(out) and line[0].islower():
+            out = out[:-1] + line
+        else:
+            out += " " + line
+    return out
+
+
+def _body_size(raws: list[_Raw]) -> float:
+    """The font size carrying most characters on the page (the body text)."""
+    weights: Counter[float] = Counter()
+    for raw in raws:
+        weights[raw.size] += len(raw.text)
+    return weights.most_common(1)[0][0] if weights else 0.0
+
+
+def _label(raw: _Raw, body: float, height: float, edges: tuple[_Raw, _Raw]) -> Block:
+    """Label a raw block: page header/footer by position, heading by size/weight, list by its marker."""
+    level = _heading_level(raw, body)
+    label = _band_label(raw, height, edges) if level is None or raw.n_lines == 1 else None
+    if label is not None:
+        level = None
+    elif level is not None:
+        label = "section_header"
+    elif _LIST_ITEM.match(raw.text):
+        label = "list"
+    else:
+        label = "text"
+    return Block(block_no=0, label=label, bbox=raw.bbox, text=raw.text, level=level)
+
+
+def _band_label(raw: _Raw, height: float, edges: tuple[_Raw, _Raw]) -> str | None:
+    """``page_header``/``page_footer`` for a short block in the edge band, or a running header/footer
+    (the top- or bottom-most line, a little further in, carrying a page number); else None."""
+    if not height or raw.n_lines > 2 or len(raw.text) > 120:
+        return None
+    y0, y1 = raw.bbox[1], raw.bbox[3]
+    if y0 <= height * BAND:
+        return "page_header"
+    if y1 >= height * (1 - BAND):
+        return "page_footer"
+    if raw.n_lines == 1 and _PAGE_NUMBER.search(raw.text):
+        if raw is edges[0] and y1 <= height * RUNNING_BAND:
+            return "page_header"
+        if raw is edges[1] and y0 >= height * (1 - RUNNING_BAND):
+            return "page_footer"
+    return None
+
+
+def _heading_level(raw: _Raw, body: float) -> int | None:
+    """Heading level 1–4 for a short block clearly larger or bolder than the body text, else None."""
+    if not body or raw.n_lines > 3 or len(raw.text) > 200 or not any(c.isalpha() for c in raw.text):
+        return None
+    ratio = raw.size / body
+    if ratio >= 1.6:
+        return 1
+    if ratio >= 1.3:
+        return 2
+    if ratio >= 1.12:
+        return 3
+    if raw.bold >= 0.9 and ratio >= 0.95 and raw.n_lines <= 2 and not raw.text.endswith((".", ":", ",")):
+        return 4
+    return None
+
+
+def _reading_order(blocks: list[Block]) -> list[Block]:
+    """Page headers first, body in content-stream order (MuPDF's), page footers last; renumbered."""
+    heads = sorted((b for b in blocks if b.label == "page_header"), key=lambda b: (b.bbox[1], b.bbox[0]))
+    feet = sorted((b for b in blocks if b.label == "page_footer"), key=lambda b: (b.bbox[1], b.bbox[0]))
+    body = [b for b in blocks if b.label not in ("page_header", "page_footer")]
+    return [replace(b, block_no=i) for i, b in enumerate(heads + body + feet)]

@@ -1,0 +1,147 @@
+"""Triage: open a PDF, reject what cannot be ingested, and route every page to the text layer or OCR."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pymupdf
+
+from chandra_ocr.config import PdfOptions
+from chandra_ocr.document import Block
+from chandra_ocr.errors import BadDocumentError, ConfigError
+from chandra_ocr.pdf.text_layer import TextStats, largest_image_share, read_page
+
+log = logging.getLogger(__name__)
+
+INVISIBLE_SHARE = 0.5  # above this share of invisible text over a full-page image: an earlier OCR layer
+
+
+@dataclass(frozen=True)
+class PageTriage:
+    """The route chosen for one page, and why. Sizes are of the displayed page (rotation applied)."""
+
+    page_no: int  # 1-based
+    width_pt: float
+    height_pt: float
+    rotation: int
+    route: Literal["text", "ocr"]
+    reason: str
+    n_chars: int
+
+
+@dataclass
+class DocumentTriage:
+    """Routes for all pages of a document, with the text-layer blocks of the text-route pages."""
+
+    n_pages: int
+    pages: list[PageTriage] = field(default_factory=list)
+    text_blocks: dict[int, list[Block]] = field(default_factory=dict)  # page_no → blocks
+
+
+def triage_document(
+    pdf_path: str,
+    options: PdfOptions,
+    *,
+    password: str | None = None,
+    force_route: str | None = None,
+) -> DocumentTriage:
+    """Open ``pdf_path`` and route each page ("text" when its text layer is usable, else "ocr").
+
+    ``force_route`` ("text" or "ocr") puts every page on that route; text blocks are still
+    extracted for forced-text pages. Raises ``BadDocumentError`` (message = quarantine reason)
+    for a missing, empty, non-PDF, unreadable, page-less or locked document. A page that fails
+    to extract goes to OCR with the error as its reason.
+    """
+    if force_route not in (None, "text", "ocr"):
+        raise ConfigError(f"force_route must be 'text', 'ocr' or None, got {force_route!r}")
+    with open_pdf(pdf_path, password=password) as doc:
+        result = DocumentTriage(n_pages=doc.page_count)
+        for index in range(doc.page_count):
+            page, blocks = _triage_page(doc, index, options, force_route)
+            result.pages.append(page)
+            if blocks is not None and page.route == "text":
+                result.text_blocks[page.page_no] = blocks
+    n_ocr = sum(p.route == "ocr" for p in result.pages)
+    log.debug("triaged %s: %d pages, %d to OCR", pdf_path, result.n_pages, n_ocr)
+    return result
+
+
+def open_pdf(pdf_path: str, *, password: str | None = None) -> pymupdf.Document:
+    """Open ``pdf_path`` as a PDF with at least one page, authenticated; raise BadDocumentError if not."""
+    try:
+        size = os.path.getsize(pdf_path)
+    except OSError as e:
+        raise BadDocumentError(f"cannot read file: {e.strerror or e}") from e
+    if size == 0:
+        raise BadDocumentError("empty file (0 bytes)")
+    try:
+        doc = pymupdf.open(pdf_path, filetype="pdf")
+    except Exception as e:  # MuPDF raises several types for unparsable input
+        hint = "" if _has_pdf_header(pdf_path) else "not a PDF (no %PDF header); "
+        raise BadDocumentError(f"{hint}cannot open: {e}") from e
+    try:
+        _check_opened(doc, password)
+    except BaseException:
+        doc.close()
+        raise
+    return doc
+
+
+def _check_opened(doc: pymupdf.Document, password: str | None) -> None:
+    """Authenticate and check the page count of a freshly opened document."""
+    if doc.needs_pass:
+        if password is None:
+            raise BadDocumentError("encrypted: a password is required to open it")
+        if not doc.authenticate(password):
+            raise BadDocumentError("encrypted: the password given is wrong")
+    if doc.page_count == 0:
+        hint = "" if doc.is_pdf and doc.pdf_trailer() else " (or not a PDF)"
+        raise BadDocumentError(f"document has no pages{hint}")
+
+
+def _has_pdf_header(pdf_path: str) -> bool:
+    """Whether the first KiB holds ``%PDF-`` (readers accept junk before it)."""
+    with open(pdf_path, "rb") as f:
+        return b"%PDF-" in f.read(1024)
+
+
+def _triage_page(
+    doc: pymupdf.Document, index: int, options: PdfOptions, force_route: str | None
+) -> tuple[PageTriage, list[Block] | None]:
+    """Route one page; extraction errors send it to OCR instead of failing the document."""
+    page_no = index + 1
+    try:
+        page = doc.load_page(index)
+        width, height, rotation = page.rect.width, page.rect.height, page.rotation
+    except Exception as e:  # a broken page object must not kill the document
+        log.warning("page %d cannot be loaded: %s", page_no, e)
+        return PageTriage(page_no, 0.0, 0.0, 0, "ocr", f"page cannot be loaded: {e}", 0), None
+    if force_route == "ocr":
+        return PageTriage(page_no, width, height, rotation, "ocr", "forced", 0), None
+    try:
+        extracted = read_page(page)
+        route, reason = _route(page, extracted.stats, options)
+    except Exception as e:  # MuPDF errors on one page's content
+        log.warning("page %d text extraction failed: %s", page_no, e)
+        route = "text" if force_route == "text" else "ocr"
+        return PageTriage(page_no, width, height, rotation, route, f"text extraction failed: {e}", 0), None
+    if force_route == "text":
+        route, reason = "text", "forced"
+    n_chars = extracted.stats.n_chars
+    return PageTriage(page_no, width, height, rotation, route, reason, n_chars), extracted.blocks
+
+
+def _route(page: pymupdf.Page, stats: TextStats, options: PdfOptions) -> tuple[Literal["text", "ocr"], str]:
+    """The route for a page from its text statistics (images measured only when they matter)."""
+    if stats.n_chars < options.min_text_chars:
+        if largest_image_share(page) >= options.image_cover_ratio:
+            return "ocr", "full-page image"
+        return "ocr", "few characters"
+    if stats.bad_glyph_ratio > options.max_bad_glyph_ratio:
+        return "ocr", "unmapped glyphs"
+    if stats.invisible_ratio > INVISIBLE_SHARE and largest_image_share(page) >= options.image_cover_ratio:
+        return "ocr", "full-page image"  # a scan under an earlier OCR layer of unknown quality
+    return "text", "text layer"
