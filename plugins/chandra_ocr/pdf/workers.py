@@ -1,0 +1,200 @@
+"""A process pool for PDF work: per-task time limits enforced by killing the worker, capped memory.
+
+MuPDF ignores Python signals (a crafted file can make it spin for minutes), so a stuck task
+is ended by killing its process (pebble does that and starts a replacement). Workers cap
+their address space, so a decompression bomb raises MemoryError instead of waking the OOM
+killer. Workers come from a forkserver, never ``fork``: the parent may run vLLM threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import pickle
+import resource
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import Any, TypeVar
+
+import pebble
+import pymupdf
+from PIL import Image
+
+from chandra_ocr.errors import BadDocumentError, ChandraOcrError, StageTimeoutError
+from chandra_ocr.ocr.base import PageRequest
+from chandra_ocr.pdf.render import render_page
+from chandra_ocr.pdf.render_spec import RenderSpec
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_PRELOAD = ["chandra_ocr.pdf.render"]  # imported once in the fork server (pymupdf takes seconds)
+
+
+class PdfWorkers:
+    """A pool of ``workers`` processes, each limited to ``memory_limit_mb`` of address space.
+
+    Use as a context manager. Futures fail with ``StageTimeoutError`` (time limit: the worker
+    was killed), ``BadDocumentError`` (memory limit, or the worker died, e.g. MuPDF crashed),
+    or whatever the task itself raised.
+    """
+
+    def __init__(self, workers: int, memory_limit_mb: int) -> None:
+        if workers < 1 or memory_limit_mb < 256:
+            raise ChandraOcrError("PdfWorkers needs workers ≥ 1 and memory_limit_mb ≥ 256")
+        self.workers = workers
+        self.memory_limit_mb = memory_limit_mb
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(_PRELOAD)
+        self._pool = pebble.ProcessPool(
+            max_workers=workers,
+            initializer=_limit_memory,
+            initargs=(memory_limit_mb,),
+            context=context,
+        )
+
+    def __enter__(self) -> PdfWorkers:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.close(cancel=exc_type is not None)
+
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop the pool; with ``cancel`` pending tasks are dropped and running ones killed."""
+        if cancel:
+            self._pool.stop()
+        else:
+            self._pool.close()
+        self._pool.join()
+
+    def submit(self, fn: Callable[..., T], *args: Any, timeout: float) -> Future[T]:
+        """Run ``fn(*args)`` in a worker; killed after ``timeout`` seconds of running."""
+        return self._schedule(fn, args, timeout, getattr(fn, "__name__", "task"))
+
+    def _schedule(self, fn: Callable[..., T], args: tuple, timeout: float, what: str) -> Future[T]:
+        source = self._pool.schedule(_guarded, args=(fn, *args), timeout=timeout)
+        return _translated(source, what, timeout, self.memory_limit_mb)
+
+    def render_stream(
+        self,
+        requests: Iterable[PageRequest],
+        spec: RenderSpec,
+        *,
+        timeout: float,
+        window: int,
+        passwords: Mapping[str, str] | None = None,
+    ) -> Iterator[tuple[PageRequest, Exception | None]]:
+        """Render pages as they come, yielding ``(request, None)`` with ``request.image`` set, or
+        ``(request, error)``; completion order. At most ``window`` renders are queued or running,
+        and ``requests`` is pulled lazily, so memory stays bounded. ``passwords``: doc_id → password.
+        """
+        pending: dict[Future[tuple[int, int, bytes]], PageRequest] = {}
+        source = iter(requests)
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(pending) < max(1, window):
+                    request = next(source, None)
+                    if request is None:
+                        exhausted = True
+                        break
+                    password = (passwords or {}).get(request.doc_id)
+                    args = (request.pdf_path, request.page_no, spec, password)
+                    what = f"rendering page {request.page_no}"
+                    pending[self._schedule(_render_raw, args, timeout, what)] = request
+                if not pending:
+                    return
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield _collect(pending.pop(future), future)
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _collect(
+    request: PageRequest, future: Future[tuple[int, int, bytes]]
+) -> tuple[PageRequest, Exception | None]:
+    """Attach the rendered image to ``request``, or return the render's error."""
+    try:
+        width, height, data = future.result()
+    except Exception as e:  # every failure becomes a per-page error record
+        if not isinstance(e, ChandraOcrError):
+            e = BadDocumentError(f"page {request.page_no} could not be rendered: {type(e).__name__}: {e}")
+        return request, e
+    request.image = Image.frombytes("RGB", (width, height), data)
+    return request, None
+
+
+def _render_raw(
+    pdf_path: str, page_no: int, spec: RenderSpec, password: str | None
+) -> tuple[int, int, bytes]:
+    """Worker side of ``render_stream``: raw RGB bytes travel back (no PNG encode/decode)."""
+    image = render_page(pdf_path, page_no, spec, password=password)
+    return image.width, image.height, image.tobytes()
+
+
+def _guarded(fn: Callable[..., T], *args: Any) -> T:
+    """Worker side of ``submit``: MuPDF exceptions cannot be pickled back, so they are turned into
+    MemoryError (allocation failures, MuPDF's size limits) or BadDocumentError (the rest)."""
+    try:
+        return fn(*args)
+    except (MemoryError, ChandraOcrError):
+        raise
+    except Exception as e:
+        message = str(e.args[0]) if e.args else str(e)
+        if isinstance(e, pymupdf.mupdf.FzErrorLimit) or "malloc" in message:
+            raise MemoryError(message) from None
+        try:
+            pickle.dumps(e)
+        except Exception:
+            raise BadDocumentError(f"{type(e).__name__}: {message}") from None
+        raise
+
+
+def _limit_memory(limit_mb: int) -> None:
+    """Worker initializer: cap the address space so huge allocations fail with MemoryError."""
+    limit = limit_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _translated(source: pebble.ProcessFuture, what: str, timeout: float, limit_mb: int) -> Future:
+    """A plain Future mirroring ``source`` with pool failures turned into project errors."""
+    target: Future = Future()
+
+    def relay(done: pebble.ProcessFuture) -> None:
+        if target.cancelled():
+            return
+        if done.cancelled():
+            target.cancel()
+            target.set_running_or_notify_cancel()
+            return
+        error = done.exception()
+        if error is None:
+            target.set_result(done.result())
+        else:
+            target.set_exception(_project_error(error, what, timeout, limit_mb))
+
+    def cancel_source(done: Future) -> None:
+        if done.cancelled():
+            source.cancel()
+
+    target.add_done_callback(cancel_source)
+    source.add_done_callback(relay)
+    return target
+
+
+def _project_error(error: BaseException, what: str, timeout: float, limit_mb: int) -> BaseException:
+    """Map pool-level failures onto the project's exceptions; task exceptions pass unchanged."""
+    if isinstance(error, TimeoutError):
+        new: BaseException = StageTimeoutError(f"{what} exceeded its {timeout:g} s limit; worker killed")
+    elif isinstance(error, MemoryError):
+        detail = f": {error}" if str(error) else ""
+        new = BadDocumentError(f"{what} ran out of memory (worker limit {limit_mb} MB){detail}")
+    elif isinstance(error, pebble.ProcessExpired):
+        new = BadDocumentError(f"{what} crashed its worker (exit code {error.exitcode})")
+    else:
+        return error
+    new.__cause__ = error
+    return new
