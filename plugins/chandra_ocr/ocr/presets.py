@@ -1,15 +1,24 @@
 """Model presets: everything model-specific (prompt, render budget, sampling, parser, engine args).
 
-Engines only read a ``Preset``; adding a model means adding one entry to ``PRESETS``.
+Engines only read a ``Preset``; adding a model means adding one entry to ``PRESETS`` (or
+building a ``Preset`` and handing it to an engine): a model id, a ``RenderSpec``, a
+``Sampling``, ``functools.partial(user_image_message, prompt=…)`` and one of the parsers.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from chandra.prompts import OCR_LAYOUT_PROMPT
+
 from chandra_ocr.document import Block, Table
+from chandra_ocr.errors import ConfigError
+from chandra_ocr.ocr.tuning import CHANDRA_OCR_2, LIGHTONOCR_2_1B, ModelDims, PagingPlan, plan_paging
 from chandra_ocr.pdf.render_spec import RenderSpec
 
 if TYPE_CHECKING:
@@ -34,6 +43,10 @@ class Sampling:
     stop: tuple[str, ...] = ()
     repetition_penalty: float = 1.0
 
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1 or not self.temperatures or not 0.0 < self.top_p <= 1.0:
+            raise ConfigError("sampling needs max_tokens ≥ 1, at least one temperature and 0 < top_p ≤ 1")
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -51,3 +64,162 @@ class Preset:
     parse: Callable[[str, float, float], ParsedPage]
     engine_args: Mapping[str, Any] = field(default_factory=dict)  # passed to vllm.LLM / `vllm serve`
     licence: str = ""
+    dims: ModelDims | None = None  # published architecture numbers, for sizing the KV cache
+    expected_output_tokens: int = 1024  # typical output of a dense page, for sizing
+    prompt_text_tokens: int = 16  # chat template + text prompt tokens besides the image
+
+
+def user_image_message(image: Image.Image, *, prompt: str | None = None) -> list[dict[str, Any]]:
+    """One user message: the page image, then ``prompt`` as a text part when given."""
+    content: list[dict[str, Any]] = [{"type": "image_pil", "image_pil": image}]
+    if prompt:
+        content.append({"type": "text", "text": prompt})
+    return [{"role": "user", "content": content}]
+
+
+# Parsers are imported when first used: the parse modules import ParsedPage from here.
+def parse_chandra_layout(raw: str, width_pt: float, height_pt: float) -> ParsedPage:
+    """Chandra layout HTML → ParsedPage (see ``chandra_ocr.parse.chandra_html``)."""
+    from chandra_ocr.parse.chandra_html import parse_chandra_html
+
+    return parse_chandra_html(raw, width_pt, height_pt)
+
+
+def parse_markdown_page(raw: str, width_pt: float, height_pt: float) -> ParsedPage:
+    """Markdown → ParsedPage (see ``chandra_ocr.parse.markdown``)."""
+    from chandra_ocr.parse.markdown import parse_markdown
+
+    return parse_markdown(raw, width_pt, height_pt)
+
+
+def parse_text_page(raw: str, width_pt: float, height_pt: float) -> ParsedPage:
+    """Plain text → one block per paragraph (see ``chandra_ocr.parse.markdown``)."""
+    from chandra_ocr.parse.markdown import parse_plain_text
+
+    return parse_plain_text(raw, width_pt, height_pt)
+
+
+# Chandra OCR 2 — values from the chandra-ocr 0.2.0 package: settings.IMAGE_DPI (192),
+# MIN_PDF_IMAGE_DIM (1024), MAX_OUTPUT_TOKENS (12384); model.util.scale_to_fit (3072×2048 px
+# cap on a 28 px grid); scripts/vllm.py (max-model-len 18000, prefix caching, mm processor
+# pixel bounds); model/vllm.py (temperature 0, then retries +0.2 per attempt at top_p 0.95 —
+# its first-attempt top_p 0.1 is moot under greedy decoding). Four attempts (0.0 → 0.6) cover
+# the vendor's useful range; past that the text layer or the CPU engine is a cheaper fallback
+# than another 12k-token generation.
+CHANDRA2 = Preset(
+    name="chandra2",
+    model_id="datalab-to/chandra-ocr-2",
+    output_format="html",
+    render=RenderSpec(dpi=192, max_pixels=6_291_456, min_short_side=1024, multiple_of=28),
+    sampling=Sampling(
+        max_tokens=12_384,
+        temperatures=(0.0, 0.2, 0.4, 0.6),
+        top_p=0.95,
+        stop=("<|im_end|>",),
+    ),
+    build_messages=functools.partial(user_image_message, prompt=OCR_LAYOUT_PROMPT),
+    parse=parse_chandra_layout,
+    engine_args={
+        "max_model_len": 18_000,
+        "enable_prefix_caching": True,  # the same long layout prompt precedes every page
+        "mm_processor_kwargs": {"min_pixels": 3136, "max_pixels": 6_291_456},
+        "limit_mm_per_prompt": {"image": 1},
+        "dtype": "bfloat16",
+    },
+    licence="OpenRAIL-M (commercial limits)",
+    dims=CHANDRA_OCR_2,
+    expected_output_tokens=2_500,
+    prompt_text_tokens=600,  # the layout prompt is 2,161 characters (~540 tokens) + chat template
+)
+
+# LightOnOCR-2-1B — model card: render to 1540 px on the longest side, image-only message
+# (no prompt: the model tends to repeat one), temperature 0.2, top_p 0.9, max_tokens 4096;
+# `vllm serve` with --limit-mm-per-prompt '{"image": 1}', --mm-processor-cache-gb 0 and
+# --no-enable-prefix-caching. 1540 = 55 × 28 (Pixtral 14 px patches merged 2×2). Retries
+# rise by 0.2. max_model_len: ≤ 3025 image tokens + 4096 output, rounded up to 8192.
+LIGHTONOCR2 = Preset(
+    name="lightonocr2",
+    model_id="lightonai/LightOnOCR-2-1B",
+    output_format="markdown",
+    render=RenderSpec(dpi=200, max_pixels=1540 * 1540, longest_edge=1540, multiple_of=28),
+    sampling=Sampling(max_tokens=4096, temperatures=(0.2, 0.4, 0.6), top_p=0.9),
+    build_messages=user_image_message,
+    parse=parse_markdown_page,
+    engine_args={
+        "max_model_len": 8192,
+        "limit_mm_per_prompt": {"image": 1},
+        "enable_prefix_caching": False,
+        "mm_processor_cache_gb": 0,
+    },
+    licence="Apache-2.0",
+    dims=LIGHTONOCR_2_1B,
+    expected_output_tokens=1_200,
+    prompt_text_tokens=16,
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (CHANDRA2, LIGHTONOCR2)}
+
+
+def get_preset(name: str, **overrides: Any) -> Preset:
+    """The preset called ``name``, with fields replaced by ``overrides``.
+
+    Raises ConfigError for an unknown name (listing the known ones) or an unknown field.
+    """
+    preset = PRESETS.get(name)
+    if preset is None:
+        raise ConfigError(f"unknown preset {name!r}; known presets: {', '.join(sorted(PRESETS))}")
+    fields = {f.name for f in dataclasses.fields(Preset)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ConfigError(f"unknown Preset field(s): {', '.join(unknown)}; known: {sorted(fields)}")
+    return dataclasses.replace(preset, **overrides) if overrides else preset
+
+
+def rendered_size(spec: RenderSpec, width_pt: float, height_pt: float) -> tuple[int, int]:
+    """Pixel size of a page rendered under ``spec`` (the rules documented on ``RenderSpec``)."""
+    scale = spec.dpi / 72
+    w, h = width_pt * scale, height_pt * scale
+    if spec.min_short_side and min(w, h) < spec.min_short_side:
+        w, h = (v * spec.min_short_side / min(w, h) for v in (w, h))
+    if spec.longest_edge and max(w, h) > spec.longest_edge:
+        w, h = (v * spec.longest_edge / max(w, h) for v in (w, h))
+    if w * h > spec.max_pixels:
+        w, h = (v * math.sqrt(spec.max_pixels / (w * h)) for v in (w, h))
+    m = max(spec.multiple_of, 1)
+    return max(m, int(w) // m * m), max(m, int(h) // m * m)
+
+
+def plan_for_preset(
+    preset: Preset,
+    *,
+    gpu_total_bytes: int,
+    gpu_free_bytes: int | None = None,
+    memory_budget_bytes: int | None = None,
+    kv_cache_dtype: str = "auto",
+    overrides: Mapping[str, Any] | None = None,
+    page_size_pt: tuple[float, float] = (612.0, 792.0),
+) -> PagingPlan:
+    """``plan_paging`` with a preset's numbers: a typical page (US Letter by default) for the
+    expected prompt, the render cap for the longest prompt, the sampling's ``max_tokens``.
+
+    Raises ConfigError when the preset has no ``dims``.
+    """
+    if preset.dims is None:
+        raise ConfigError(f"preset {preset.name!r} has no model dimensions (dims) to size the KV cache")
+    dims, spec = preset.dims, preset.render
+    typical = dims.image_tokens(*rendered_size(spec, *page_size_pt)) + preset.prompt_text_tokens
+    cap_pixels = min(spec.max_pixels, spec.longest_edge**2) if spec.longest_edge else spec.max_pixels
+    longest = math.ceil(cap_pixels / dims.pixels_per_image_token) + preset.prompt_text_tokens
+    return plan_paging(
+        dims,
+        gpu_total_bytes=gpu_total_bytes,
+        gpu_free_bytes=gpu_free_bytes,
+        memory_budget_bytes=memory_budget_bytes,
+        prompt_tokens_per_page=typical,
+        output_tokens_per_page=preset.expected_output_tokens,
+        max_prompt_tokens=longest,
+        max_output_tokens=preset.sampling.max_tokens,
+        kv_cache_dtype=kv_cache_dtype,
+        prefix_caching=bool(preset.engine_args.get("enable_prefix_caching", True)),
+        overrides=overrides,
+    )
