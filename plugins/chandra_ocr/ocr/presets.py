@@ -175,20 +175,6 @@ def get_preset(name: str, **overrides: Any) -> Preset:
     return dataclasses.replace(preset, **overrides) if overrides else preset
 
 
-def rendered_size(spec: RenderSpec, width_pt: float, height_pt: float) -> tuple[int, int]:
-    """Pixel size of a page rendered under ``spec`` (the rules documented on ``RenderSpec``)."""
-    scale = spec.dpi / 72
-    w, h = width_pt * scale, height_pt * scale
-    if spec.min_short_side and min(w, h) < spec.min_short_side:
-        w, h = (v * spec.min_short_side / min(w, h) for v in (w, h))
-    if spec.longest_edge and max(w, h) > spec.longest_edge:
-        w, h = (v * spec.longest_edge / max(w, h) for v in (w, h))
-    if w * h > spec.max_pixels:
-        w, h = (v * math.sqrt(spec.max_pixels / (w * h)) for v in (w, h))
-    m = max(spec.multiple_of, 1)
-    return max(m, int(w) // m * m), max(m, int(h) // m * m)
-
-
 def plan_for_preset(
     preset: Preset,
     *,
@@ -204,10 +190,12 @@ def plan_for_preset(
 
     Raises ConfigError when the preset has no ``dims``.
     """
+    from chandra_ocr.pdf.render import target_size  # the renderer's own size rule (imports pymupdf)
+
     if preset.dims is None:
         raise ConfigError(f"preset {preset.name!r} has no model dimensions (dims) to size the KV cache")
     dims, spec = preset.dims, preset.render
-    typical = dims.image_tokens(*rendered_size(spec, *page_size_pt)) + preset.prompt_text_tokens
+    typical = dims.image_tokens(*target_size(*page_size_pt, spec)) + preset.prompt_text_tokens
     cap_pixels = min(spec.max_pixels, spec.longest_edge**2) if spec.longest_edge else spec.max_pixels
     longest = math.ceil(cap_pixels / dims.pixels_per_image_token) + preset.prompt_text_tokens
     return plan_paging(

@@ -220,5 +220,5 @@ def _close(name: str, st: _State, out: _TextBuilder) -> None:
     elif name in ("ul", "ol") and st.lists:
         st.lists.pop()
     elif name == "math" and st.maths:
-        out.add(" $$" if st.maths.pop() else "$ ")
+        out.add(" $$" if st.maths.pop() else "$")
     _break(name, st, out)

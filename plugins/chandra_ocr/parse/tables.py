@@ -161,6 +161,7 @@ class _RowCollector:
         self.cell: tuple[int, _RawCell] | None = None  # (content start offset, cell)
         self.caption_start: int | None = None
         self.caption = ""
+        self.full = False  # MAX_ROWS reached: later rows are ignored
 
     def end_cell(self, at: int) -> None:
         if self.cell is not None:
@@ -173,7 +174,7 @@ class _RowCollector:
         if not self.rows:
             self.rows.append(_RawRow(in_thead=self.in_thead))
         row = self.rows[-1]
-        if len(row.cells) >= MAX_COLS:
+        if self.full or len(row.cells) >= MAX_COLS:
             return
         rowspan = _span(tok.attrs.get("rowspan"))
         colspan = _span(tok.attrs.get("colspan"))
@@ -190,8 +191,10 @@ class _RowCollector:
             self.start_cell(tok)
         elif name == "tr":
             self.end_cell(tok.start)
-            if not closing and len(self.rows) < MAX_ROWS:
-                self.rows.append(_RawRow(in_thead=self.in_thead))
+            if not closing:
+                self.full = self.full or len(self.rows) >= MAX_ROWS
+                if not self.full:
+                    self.rows.append(_RawRow(in_thead=self.in_thead))
         elif name in ("thead", "tbody", "tfoot"):
             self.end_cell(tok.start)
             self.in_thead = name == "thead" and not closing
