@@ -82,7 +82,8 @@ def load_documents(layout: KbLayout, doc_ids: Iterable[str], run: RunRecord | No
     """Upsert the shards of ``doc_ids`` into DuckDB in one transaction; returns rows loaded per table.
 
     A document's rows are replaced as a whole (no orphans); ``first_seen`` and, for unchanged
-    chunks, ``updated_at`` survive re-ingestion; chunks that disappear get tombstones.
+    chunks, ``updated_at`` survive re-ingestion, new or changed chunks get the load's time as
+    ``updated_at``; chunks that disappear get tombstones.
     """
     doc_ids = sorted(set(doc_ids))
     missing = [d for d in doc_ids if not layout.shard("documents", d).exists()]
@@ -118,6 +119,9 @@ def _upsert(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]
     con.execute(
         "UPDATE new_documents n SET first_seen = d.first_seen FROM documents d WHERE d.doc_id = n.doc_id"
     )
+    # A changed chunk's updated_at is this load's time, not its assembly time: a feed export that ran
+    # between the two would otherwise have moved its watermark past the chunk before it was visible.
+    con.execute("UPDATE new_chunks SET updated_at = now()")
     con.execute(
         "UPDATE new_chunks n SET updated_at = c.updated_at FROM chunks c "
         "WHERE c.chunk_id = n.chunk_id AND c.content_hash = n.content_hash"

@@ -1,0 +1,1 @@
+"""The Airflow room: provider metadata, the vLLM connection hook, operators and the DAG builder."""

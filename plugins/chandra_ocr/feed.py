@@ -1,0 +1,140 @@
+"""The vector feed: chunks added, changed or deleted since a feed's last export, as one outbox Parquet file.
+
+Each export writes ``<kb>/outbox/<feed>-<export_no:06d>.parquet`` and then advances the feed's
+watermark (table ``feed_watermarks``, sql/002_feed.sql) in the same DuckDB transaction, so a
+crash between the two rewrites the same file on the next try instead of losing or skipping rows.
+
+Outbox columns, one row per chunk, deletes first, then upserts by ``doc_id, chunk_no``:
+
+- ``op``: ``upsert`` (insert or replace the vector of ``chunk_id``) or ``delete`` (remove it);
+- ``chunk_id``, ``doc_id``, ``changed_at`` (when the change reached the knowledge base);
+- for upserts only (NULL for deletes): ``chunk_no``, ``kind``, ``text``, ``n_tokens``,
+  ``header_path``, ``page_start``, ``page_end``, ``bboxes``, ``content_hash``, ``source_uri``,
+  ``file_name``.
+
+The file's key-value metadata holds ``feed``, ``export_no``, ``since`` and ``until`` (ISO times).
+Applying the files in ``export_no`` order, each row idempotently (upsert by ``chunk_id``, delete
+by ``chunk_id``), reproduces the knowledge base's chunks in a vector index.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from chandra_ocr.errors import StoreError
+from chandra_ocr.store.atomic import write_atomic
+from chandra_ocr.store.duckdb_store import connect
+from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.store.schema import apply_schema
+
+log = logging.getLogger(__name__)
+
+_CHANGES = """
+CREATE OR REPLACE TEMP TABLE feed_changes AS
+SELECT 'delete' AS op, t.chunk_id, t.doc_id, t.deleted_at AS changed_at,
+       NULL::INTEGER AS chunk_no, NULL::VARCHAR AS kind, NULL::VARCHAR AS text, NULL::INTEGER AS n_tokens,
+       NULL::VARCHAR[] AS header_path, NULL::INTEGER AS page_start, NULL::INTEGER AS page_end,
+       NULL AS bboxes, NULL::VARCHAR AS content_hash, NULL::VARCHAR AS source_uri, NULL::VARCHAR AS file_name
+FROM chunk_tombstones t WHERE t.deleted_at > coalesce($since::TIMESTAMPTZ, '-infinity')
+UNION ALL BY NAME
+SELECT 'upsert' AS op, c.chunk_id, c.doc_id, c.updated_at AS changed_at, c.chunk_no, c.kind,
+       c.text, c.n_tokens, c.header_path, c.page_start, c.page_end, c.bboxes, c.content_hash,
+       d.source_uri, d.file_name
+FROM chunks c JOIN documents d USING (doc_id) WHERE c.updated_at > coalesce($since::TIMESTAMPTZ, '-infinity')
+"""
+
+_ORDERED = "SELECT * FROM feed_changes ORDER BY op, doc_id, chunk_no NULLS FIRST, chunk_id"
+
+
+@dataclass(frozen=True)
+class FeedExport:
+    """What one export wrote; ``path`` is None (and the watermark unchanged) when nothing had changed."""
+
+    feed: str
+    export_no: int
+    path: Path | None
+    upserts: int
+    deletes: int
+    since: datetime | None
+    until: datetime | None
+
+
+def outbox_file(layout: KbLayout, feed: str, export_no: int) -> Path:
+    """The deterministic outbox path of export ``export_no`` of ``feed``."""
+    return layout.outbox() / f"{feed}-{export_no:06d}.parquet"
+
+
+def export_changes(layout: KbLayout, feed: str = "vector", wait_s: float = 120.0) -> FeedExport:
+    """Write the changes since ``feed``'s watermark to a new outbox file, then advance the watermark.
+
+    Holds the knowledge base's write lock throughout (waiting up to ``wait_s`` for it), so no load
+    can commit between reading the changes and moving the watermark. Raises StoreError when the
+    file cannot be written (the watermark then stays where it was).
+    """
+    if not feed.replace("_", "").replace("-", "").isalnum():
+        raise StoreError(f"feed name must be alphanumeric (with - or _), got {feed!r}")
+    con = connect(layout, wait_s=wait_s)
+    try:
+        apply_schema(con)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            result = _export(con, layout, feed)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        con.close()
+    log.info(
+        "feed %s: export %d → %s (%d upserts, %d deletes)",
+        feed,
+        result.export_no,
+        result.path,
+        result.upserts,
+        result.deletes,
+    )
+    return result
+
+
+def _export(con: duckdb.DuckDBPyConnection, layout: KbLayout, feed: str) -> FeedExport:
+    row = con.execute("SELECT watermark, export_no FROM feed_watermarks WHERE feed = ?", [feed]).fetchone()
+    since, last_no = (row[0], row[1]) if row else (None, 0)
+    con.execute(_CHANGES, {"since": since})
+    upserts, deletes, until = con.execute(
+        "SELECT count(*) FILTER (op = 'upsert'), count(*) FILTER (op = 'delete'), max(changed_at) "
+        "FROM feed_changes"
+    ).fetchone()
+    if until is None:
+        return FeedExport(feed, last_no, None, 0, 0, since, since)
+    export_no = last_no + 1
+    path = outbox_file(layout, feed, export_no)
+    meta = {
+        "feed": feed,
+        "export_no": str(export_no),
+        "since": since.isoformat() if since else "",
+        "until": until.isoformat(),
+    }
+    try:
+        write_atomic(path, lambda tmp: _copy(con, tmp, meta))
+    except (OSError, duckdb.Error) as e:
+        raise StoreError(f"cannot write outbox file {path}: {e}") from e
+    con.execute(
+        "INSERT OR REPLACE INTO feed_watermarks VALUES (?, ?, ?, ?, now(), ?, ?)",
+        [feed, until, export_no, str(path), upserts, deletes],
+    )
+    return FeedExport(feed, export_no, path, upserts, deletes, since, until)
+
+
+def _copy(con: duckdb.DuckDBPyConnection, tmp: Path, meta: dict[str, str]) -> None:
+    """COPY the ordered changes to ``tmp`` (literals only: COPY takes no parameters)."""
+    kv = ", ".join(f"{k}: {_literal(v)}" for k, v in meta.items())
+    con.execute(f"COPY ({_ORDERED}) TO {_literal(str(tmp))} (FORMAT parquet, KV_METADATA {{{kv}}})")
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
