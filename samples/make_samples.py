@@ -70,7 +70,9 @@ def _draw_table(page: pymupdf.Page, top: float, rows: list[list[str]]) -> None:
     left, width, height = 72.0, (A4.width - 144) / len(rows[0]), 20.0
     for r, row in enumerate(rows):
         for c, text in enumerate(row):
-            cell = pymupdf.Rect(left + c * width, top + r * height, left + (c + 1) * width, top + (r + 1) * height)
+            cell = pymupdf.Rect(
+                left + c * width, top + r * height, left + (c + 1) * width, top + (r + 1) * height
+            )
             page.draw_rect(cell, color=(0, 0, 0), width=0.7)
             font = "hebo" if r == 0 else "helv"
             page.insert_text((cell.x0 + 4, cell.y1 - 6), text, fontsize=9.5, fontname=font)
@@ -93,7 +95,9 @@ def _scan_of(text: str, dpi: int = 200) -> pymupdf.Pixmap:
     """An image-only rendering of a typed page, as a scanner would produce it (greyscale)."""
     src = pymupdf.open()
     page = src.new_page(width=A4.width, height=A4.height)
-    page.insert_textbox(pymupdf.Rect(72, 90, A4.width - 72, A4.height - 72), text, fontsize=13, fontname="cour")
+    page.insert_textbox(
+        pymupdf.Rect(72, 90, A4.width - 72, A4.height - 72), text, fontsize=13, fontname="cour"
+    )
     return page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
 
 
@@ -107,12 +111,16 @@ def scanned(path: Path, text: str) -> None:
 def mixed(path: Path) -> None:
     doc = pymupdf.open()
     page = doc.new_page(width=A4.width, height=A4.height)
-    page.insert_htmlbox(pymupdf.Rect(72, 72, A4.width - 72, A4.height - 72),
-                        "<h1>Cover note</h1><p>The following page is a scan of the signed delivery receipt "
-                        "for the new sampling equipment, kept for the audit file.</p>")
+    page.insert_htmlbox(
+        pymupdf.Rect(72, 72, A4.width - 72, A4.height - 72),
+        "<h1>Cover note</h1><p>The following page is a scan of the signed delivery receipt "
+        "for the new sampling equipment, kept for the audit file.</p>",
+    )
     page = doc.new_page(width=A4.width, height=A4.height)
-    receipt = ("DELIVERY RECEIPT\n\nItem: Nephelometer, model T-200\nQuantity: 2\n"
-               "Delivered to: District Laboratory\nReceived in good condition.")
+    receipt = (
+        "DELIVERY RECEIPT\n\nItem: Nephelometer, model T-200\nQuantity: 2\n"
+        "Delivered to: District Laboratory\nReceived in good condition."
+    )
     page.insert_image(page.rect, pixmap=_scan_of(receipt))
     doc.save(path, garbage=4, deflate=True)
 

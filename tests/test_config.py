@@ -5,7 +5,9 @@ from chandra_ocr.errors import ConfigError
 
 
 def test_round_trip_through_plain_values():
-    options = IngestOptions(engine="cpu", batch_pages=50, pdf=PdfOptions(workers=1), engine_options={"lang": "eng"})
+    options = IngestOptions(
+        engine="cpu", batch_pages=50, pdf=PdfOptions(workers=1), engine_options={"lang": "eng"}
+    )
     assert IngestOptions.from_dict(options.to_dict()) == options
 
 
@@ -19,7 +21,8 @@ def test_unknown_keys_are_rejected_with_the_name(values):
 
 
 @pytest.mark.parametrize(
-    "values", [{"engine": "gpu"}, {"failed_page_budget": 1.5}, {"batch_pages": 0}, {"chunk": {"overlap_tokens": 600}}]
+    "values",
+    [{"engine": "gpu"}, {"failed_page_budget": 1.5}, {"batch_pages": 0}, {"chunk": {"overlap_tokens": 600}}],
 )
 def test_out_of_range_values_are_rejected(values):
     with pytest.raises(ConfigError):

@@ -2,7 +2,9 @@ from chandra_ocr.manifest import Batch, DocRef, plan_batches
 
 
 def _docs(*pages):
-    return [DocRef(doc_id=f"{i:064x}", source=f"/in/{i}.pdf", bytes=100, n_pages=n) for i, n in enumerate(pages)]
+    return [
+        DocRef(doc_id=f"{i:064x}", source=f"/in/{i}.pdf", bytes=100, n_pages=n) for i, n in enumerate(pages)
+    ]
 
 
 def test_batches_respect_the_page_budget_and_keep_order():

@@ -105,7 +105,9 @@ def _drafts(doc: Document, options: ChunkOptions) -> list[_Draft]:
             if block.label == "table":
                 table_no += 1
                 caption = next((b.text for b in blocks if b.block_no == captions.get(block.block_no)), None)
-                drafts.extend(_table_drafts(block, tables.get(table_no), caption, path, page.page_no, options))
+                drafts.extend(
+                    _table_drafts(block, tables.get(table_no), caption, path, page.page_no, options)
+                )
                 current = None
                 continue
             piece_texts = [block.text.strip()]
@@ -136,7 +138,11 @@ def _table_captions(blocks: list[Block]) -> dict[int, int]:
 
 
 def _table_drafts(
-    block: Block, table: Table | None, caption: str | None, path: tuple[str, ...], page_no: int,
+    block: Block,
+    table: Table | None,
+    caption: str | None,
+    path: tuple[str, ...],
+    page_no: int,
     options: ChunkOptions,
 ) -> list[_Draft]:
     """A table as one chunk (caption + Markdown grid), or row groups with the header repeated."""
@@ -156,7 +162,9 @@ def _table_drafts(
     for row in body:
         line = _markdown_rows([row])
         if group and token_count("\n".join([*group, line])) > budget:
-            drafts.append(_Draft("table", path, [_Piece("\n".join([*head, header_md, *group]), page_no, bbox)]))
+            drafts.append(
+                _Draft("table", path, [_Piece("\n".join([*head, header_md, *group]), page_no, bbox)])
+            )
             group = []
         group.append(line)
     drafts.append(_Draft("table", path, [_Piece("\n".join([*head, header_md, *group]), page_no, bbox)]))

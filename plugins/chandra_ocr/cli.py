@@ -25,15 +25,25 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--engine", default="auto", choices=ENGINE_KINDS, help="engine for OCR-route pages")
     run.add_argument("--preset", default="chandra2", help="model preset for the vllm/openai engines")
     run.add_argument("--batch-pages", type=int, default=200)
-    run.add_argument("--settle-seconds", type=float, default=30.0,
-                     help="skip files modified this recently (still being written)")
+    run.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=30.0,
+        help="skip files modified this recently (still being written)",
+    )
     run.add_argument("--no-compress", action="store_true", help="skip Ghostscript/PyMuPDF pre-compression")
     run.add_argument("--workers", type=int, default=2, help="PDF worker processes")
     run.add_argument("--limit", type=int, help="at most this many new documents")
-    run.add_argument("--reprocess", action="store_true",
-                     help="redo documents ingested under an older pipeline version")
-    run.add_argument("--engine-option", action="append", default=[], metavar="KEY=JSON",
-                     help="engine option, e.g. max_attempts=3 (repeatable)")
+    run.add_argument(
+        "--reprocess", action="store_true", help="redo documents ingested under an older pipeline version"
+    )
+    run.add_argument(
+        "--engine-option",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="engine option, e.g. max_attempts=3 (repeatable)",
+    )
 
     status = sub.add_parser("status", help="documents and pages by status")
     status.add_argument("--kb", required=True)
@@ -59,32 +69,44 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from chandra_ocr.pipeline import run
 
     options = IngestOptions(
-        engine=args.engine, preset=args.preset, batch_pages=args.batch_pages, reprocess=args.reprocess,
-        pdf=PdfOptions(settle_seconds=args.settle_seconds, compress=not args.no_compress, workers=args.workers),
+        engine=args.engine,
+        preset=args.preset,
+        batch_pages=args.batch_pages,
+        reprocess=args.reprocess,
+        pdf=PdfOptions(
+            settle_seconds=args.settle_seconds, compress=not args.no_compress, workers=args.workers
+        ),
         engine_options=_engine_options(args.engine_option),
     )
     summary = run(args.source, args.kb, options, limit=args.limit)
     d = summary.discovery
-    print(f"run {summary.run_id}: {len(d.new)} new, {len(d.known)} already ingested, "
-          f"{len(d.duplicates)} duplicates, {len(d.recent)} still being written, {len(d.refused)} refused")
+    print(
+        f"run {summary.run_id}: {len(d.new)} new, {len(d.known)} already ingested, "
+        f"{len(d.duplicates)} duplicates, {len(d.recent)} still being written, {len(d.refused)} refused"
+    )
     for path, other in ((f.path, first) for f, first in d.duplicates):
         print(f"  duplicate: {path} (same bytes as {other})")
     for path, reason in d.refused:
         print(f"  refused: {path}: {reason}")
     rate = summary.pages / summary.seconds if summary.seconds else 0.0
-    print(f"documents by status: {summary.statuses}; {summary.pages} pages in {summary.seconds:.1f} s "
-          f"({rate:.2f} pages/s)")
+    print(
+        f"documents by status: {summary.statuses}; {summary.pages} pages in {summary.seconds:.1f} s "
+        f"({rate:.2f} pages/s)"
+    )
     print(f"knowledge base: {KbLayout(Path(args.kb)).duckdb_path}")
     return 0
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    return _print_query(args.kb, """
+    return _print_query(
+        args.kb,
+        """
         SELECT d.status, count(DISTINCT d.doc_id) AS documents, count(p.page_no) AS pages,
                count(p.page_no) FILTER (WHERE p.route = 'ocr') AS ocr_pages,
                count(p.page_no) FILTER (WHERE p.status = 'fallback') AS fallback_pages,
                count(p.page_no) FILTER (WHERE p.status = 'failed') AS failed_pages
-        FROM documents d LEFT JOIN pages p USING (doc_id) GROUP BY d.status ORDER BY d.status""")
+        FROM documents d LEFT JOIN pages p USING (doc_id) GROUP BY d.status ORDER BY d.status""",
+    )
 
 
 def _print_query(kb: str, sql: str) -> int:
@@ -103,8 +125,11 @@ def _print_query(kb: str, sql: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``chandra-ingest`` console script."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         if args.command == "run":
             return _cmd_run(args)

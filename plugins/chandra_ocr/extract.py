@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass
+from functools import partial
 
 from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.document import Page
-from chandra_ocr.errors import BadDocumentError, ConfigError
+from chandra_ocr.errors import BadDocumentError, ConfigError, StageTimeoutError
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.ocr.base import OcrEngine, PageRequest, PageResult
 from chandra_ocr.pdf.render_spec import RenderSpec
@@ -57,8 +57,12 @@ def extract_batch(
     """Triage and read every page of ``batch`` (resuming from checkpoints); returns the updated manifest."""
     key = engine_key(engine)
     pending = _triage_all(batch, layout, options, engine, workers, key)
-    ocr_pages = [(p, pt) for p in pending for pt in p.pages.values()
-                 if pt.route == "ocr" and checkpoints.read_page(layout, p.doc.doc_id, pt.page_no, key) is None]
+    ocr_pages = [
+        (p, pt)
+        for p in pending
+        for pt in p.pages.values()
+        if pt.route == "ocr" and checkpoints.read_page(layout, p.doc.doc_id, pt.page_no, key) is None
+    ]
     progress = Progress(f"extract {batch.batch_id}", len(ocr_pages), log)
     failed: list[tuple[_Pending, PageTriage, PageResult | None, str]] = []
     by_id = {p.doc.doc_id: p for p in pending}
@@ -111,7 +115,10 @@ def _triage_all(
         if record is None or record.get("engine_key") != key:
             pdf = doc.work_pdf or doc.source
             futures[doc.doc_id] = workers.submit(
-                triage_document, pdf, options.pdf, force_route=force, timeout=options.pdf.doc_timeout_s
+                partial(triage_document, force_route=force),
+                pdf,
+                options.pdf,
+                timeout=options.pdf.doc_timeout_s,
             )
     pending = []
     for doc in batch.docs:
@@ -134,31 +141,54 @@ def _triage_one(future, doc: DocRef, layout: KbLayout, options: IngestOptions, k
     """Wait for one document's triage; checkpoint its text pages; return the document record."""
     try:
         triage = future.result()
-    except BadDocumentError as e:
+    except (BadDocumentError, StageTimeoutError) as e:  # unreadable, timed out, out of memory, crashed
         return {"status": "quarantined", "error": str(e), "engine_key": key}
-    except (FutureTimeout, TimeoutError):
-        reason = f"timed out after {options.pdf.doc_timeout_s:g} s while opening/triaging the PDF"
-        return {"status": "quarantined", "error": reason, "engine_key": key}
-    except MemoryError:
-        reason = f"exceeded the {options.pdf.memory_limit_mb} MB memory limit while opening the PDF"
-        return {"status": "quarantined", "error": reason, "engine_key": key}
-    except Exception as e:  # a crashed worker or a parser error we have no better name for
-        return {"status": "quarantined", "error": f"could not read PDF: {type(e).__name__}: {e}", "engine_key": key}
+    except Exception as e:  # a parser error we have no better name for
+        return {
+            "status": "quarantined",
+            "error": f"could not read PDF: {type(e).__name__}: {e}",
+            "engine_key": key,
+        }
     for pt in triage.pages:
         if pt.route == "text" and checkpoints.read_page(layout, doc.doc_id, pt.page_no, key) is None:
-            page = Page(pt.page_no, pt.width_pt, pt.height_pt, route="text", engine="text",
-                        route_reason=pt.reason, finish_reason="stop", blocks=triage.text_blocks.get(pt.page_no, []))
+            page = Page(
+                pt.page_no,
+                pt.width_pt,
+                pt.height_pt,
+                route="text",
+                engine="text",
+                route_reason=pt.reason,
+                finish_reason="stop",
+                blocks=triage.text_blocks.get(pt.page_no, []),
+            )
             checkpoints.write_page(layout, doc.doc_id, page, key)
-    return {"status": "ok", "n_pages": triage.n_pages, "pages": [asdict(p) for p in triage.pages],
-            "engine_key": key}
+    return {
+        "status": "ok",
+        "n_pages": triage.n_pages,
+        "pages": [asdict(p) for p in triage.pages],
+        "engine_key": key,
+    }
 
 
 def _ocr_page(pt: PageTriage, result: PageResult, status: str = "ok", reason: str | None = None) -> Page:
     return Page(
-        pt.page_no, pt.width_pt, pt.height_pt, route="ocr", engine=result.engine, model=result.model,
-        route_reason=pt.reason, status=status, attempts=result.attempts, finish_reason=result.finish_reason,
-        prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens, latency_ms=result.latency_ms,
-        fallback_reason=reason, raw=result.text or None, blocks=result.blocks, tables=result.tables,
+        pt.page_no,
+        pt.width_pt,
+        pt.height_pt,
+        route="ocr",
+        engine=result.engine,
+        model=result.model,
+        route_reason=pt.reason,
+        status=status,
+        attempts=result.attempts,
+        finish_reason=result.finish_reason,
+        prompt_tokens=result.prompt_tokens,
+        output_tokens=result.output_tokens,
+        latency_ms=result.latency_ms,
+        fallback_reason=reason,
+        raw=result.text or None,
+        blocks=result.blocks,
+        tables=result.tables,
     )
 
 
@@ -177,7 +207,10 @@ def _fallback(failed, layout: KbLayout, options: IngestOptions, primary: OcrEngi
             log.warning("fallback engine %s unavailable: %s", kind, e)
             continue
         todo = [f for f in left if kind != "text" or f[1].n_chars > 0]
-        reqs = [PageRequest(p.doc.doc_id, pt.page_no, p.pdf_path, pt.width_pt, pt.height_pt) for p, pt, _, _ in todo]
+        reqs = [
+            PageRequest(p.doc.doc_id, pt.page_no, p.pdf_path, pt.width_pt, pt.height_pt)
+            for p, pt, _, _ in todo
+        ]
         index = {(p.doc.doc_id, pt.page_no): (p, pt, r, why) for p, pt, r, why in todo}
         done = set()
         try:
@@ -197,8 +230,17 @@ def _fallback(failed, layout: KbLayout, options: IngestOptions, primary: OcrEngi
             engine.close()
         left = [f for f in left if (f[0].doc.doc_id, f[1].page_no) not in done]
     for p, pt, result, why in left:
-        page = Page(pt.page_no, pt.width_pt, pt.height_pt, route="ocr", engine=primary.name, model=primary.model,
-                    route_reason=pt.reason, status="failed", error=why,
-                    attempts=result.attempts if result else 0,
-                    finish_reason=result.finish_reason if result else None)
+        page = Page(
+            pt.page_no,
+            pt.width_pt,
+            pt.height_pt,
+            route="ocr",
+            engine=primary.name,
+            model=primary.model,
+            route_reason=pt.reason,
+            status="failed",
+            error=why,
+            attempts=result.attempts if result else 0,
+            finish_reason=result.finish_reason if result else None,
+        )
         checkpoints.write_page(layout, p.doc.doc_id, page, key)

@@ -44,8 +44,13 @@ class Batch:
     def from_dict(cls, value: dict[str, Any]) -> Batch:
         names = {f.name for f in fields(DocRef)}
         docs = [DocRef(**{k: v for k, v in d.items() if k in names}) for d in value["docs"]]
-        return cls(batch_id=value["batch_id"], docs=docs, counts=dict(value.get("counts", {})),
-                   engine=value.get("engine"), model=value.get("model"))
+        return cls(
+            batch_id=value["batch_id"],
+            docs=docs,
+            counts=dict(value.get("counts", {})),
+            engine=value.get("engine"),
+            model=value.get("model"),
+        )
 
 
 def plan_batches(docs: list[DocRef], batch_pages: int) -> list[Batch]:

@@ -58,10 +58,12 @@ class RunSummary:
 
 
 def discover_new(source: str | Path, layout: KbLayout, options: IngestOptions, **filters) -> Discovery:
-    """New PDFs under ``source``; with ``options.reprocess``, also those ingested under another pipeline version."""
+    """New PDFs under ``source``; with ``reprocess``, also those ingested under an older pipeline version."""
     known = known_documents(layout)
     if options.reprocess:
-        current = {d for d, (version, _model) in document_versions(layout).items() if version == PIPELINE_VERSION}
+        current = {
+            d for d, (version, _model) in document_versions(layout).items() if version == PIPELINE_VERSION
+        }
         known = {d: uri for d, uri in known.items() if d in current}
     return discover(source, known, settle_seconds=options.pdf.settle_seconds, **filters)
 
@@ -91,8 +93,12 @@ def compress_batch(batch: Batch, layout: KbLayout, options: IngestOptions) -> Ba
         if not options.pdf.compress:
             doc.work_pdf, doc.compressed_bytes, doc.compress_method = doc.source, None, "none"
             continue
-        result = compress_pdf(Path(doc.source), layout.compressed_pdf(doc.doc_id),
-                              min_dpi=options.pdf.ocr_dpi, timeout_s=options.pdf.compress_timeout_s)
+        result = compress_pdf(
+            Path(doc.source),
+            layout.compressed_pdf(doc.doc_id),
+            min_dpi=options.pdf.ocr_dpi,
+            timeout_s=options.pdf.compress_timeout_s,
+        )
         doc.work_pdf = result.output
         doc.compressed_bytes = result.bytes_after if result.kept else None
         doc.compress_method = result.method if result.kept else "none"
@@ -118,14 +124,22 @@ def assemble_batch(batch: Batch, layout: KbLayout, options: IngestOptions, run_i
 def assemble_document(
     ref: DocRef, layout: KbLayout, options: IngestOptions, engine: str, model: str | None
 ) -> Document:
-    """The Document of one reference from its extract checkpoints; raises StoreError if extraction is missing."""
+    """A document rebuilt from its extract checkpoints; raises StoreError if extraction is incomplete."""
     key = checkpoint_key(engine, model)
     record = checkpoints.read_document_record(layout, ref.doc_id)
     if record is None:
         raise StoreError(f"document {ref.doc_id} was never extracted")
-    doc = Document(ref.doc_id, ref.source, os.path.basename(ref.source), ref.bytes,
-                   compressed_bytes=ref.compressed_bytes, compress_method=ref.compress_method,
-                   pipeline_version=PIPELINE_VERSION, engine=engine, model=model)
+    doc = Document(
+        ref.doc_id,
+        ref.source,
+        os.path.basename(ref.source),
+        ref.bytes,
+        compressed_bytes=ref.compressed_bytes,
+        compress_method=ref.compress_method,
+        pipeline_version=PIPELINE_VERSION,
+        engine=engine,
+        model=model,
+    )
     if record["status"] == "quarantined":
         doc.status, doc.error = "quarantined", record["error"]
         return doc
@@ -142,15 +156,22 @@ def assemble_document(
     return doc
 
 
-def run(source: str | Path, kb_dir: str | Path, options: IngestOptions, engine: OcrEngine | None = None,
-        **filters) -> RunSummary:
+def run(
+    source: str | Path, kb_dir: str | Path, options: IngestOptions, engine: OcrEngine | None = None, **filters
+) -> RunSummary:
     """Ingest new PDFs from ``source`` into the knowledge base at ``kb_dir``, end to end, in this process."""
     started, t0 = datetime.now(UTC), time.monotonic()
     run_id = f"cli-{started:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     layout = KbLayout(Path(kb_dir))
     discovery = discover_new(source, layout, options, **filters)
-    log.info("discovered %d new, %d known, %d duplicates, %d recent, %d refused", len(discovery.new),
-             len(discovery.known), len(discovery.duplicates), len(discovery.recent), len(discovery.refused))
+    log.info(
+        "discovered %d new, %d known, %d duplicates, %d recent, %d refused",
+        len(discovery.new),
+        len(discovery.known),
+        len(discovery.duplicates),
+        len(discovery.recent),
+        len(discovery.refused),
+    )
     owns_engine = engine is None
     engine = engine or build_engine(options.engine, options.preset, options.engine_options)
     batches: list[Batch] = []
@@ -168,8 +189,19 @@ def run(source: str | Path, kb_dir: str | Path, options: IngestOptions, engine: 
                 engine.close()
     seconds = time.monotonic() - t0
     pages = sum(d.n_pages for b in batches for d in b.docs)
-    record = RunRecord(run_id, started, datetime.now(UTC), sum(len(b.docs) for b in batches), pages,
-                       {"seconds": seconds, "pages_per_s": pages / seconds if seconds else 0.0,
-                        "engine": engine.name, "model": engine.model, **engine.metrics()})
+    record = RunRecord(
+        run_id,
+        started,
+        datetime.now(UTC),
+        sum(len(b.docs) for b in batches),
+        pages,
+        {
+            "seconds": seconds,
+            "pages_per_s": pages / seconds if seconds else 0.0,
+            "engine": engine.name,
+            "model": engine.model,
+            **engine.metrics(),
+        },
+    )
     loaded = load_documents(layout, [d.doc_id for b in batches for d in b.docs], record if batches else None)
     return RunSummary(run_id, discovery, batches, loaded, seconds, pages)

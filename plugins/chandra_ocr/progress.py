@@ -34,5 +34,11 @@ class Progress:
         left = max(self.total - self.pages, 0)
         eta = f"{left / rate:.0f}s" if rate > 0 else "?"
         self.log.info(
-            "%s: %d docs, %d/%d pages, %.2f pages/s, ETA %s", self.what, self.docs, self.pages, self.total, rate, eta
+            "%s: %d docs, %d/%d pages, %.2f pages/s, ETA %s",
+            self.what,
+            self.docs,
+            self.pages,
+            self.total,
+            rate,
+            eta,
         )

@@ -17,13 +17,32 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 def _doc(doc_id: str, texts: list[str]) -> tuple[Document, list[Chunk]]:
     blocks = [Block(i, "text", (10, 10 + 20 * i, 100, 25 + 20 * i), t) for i, t in enumerate(texts)]
-    table = Table(1, (10, 300, 200, 400), 2, 2, ("k", "v"), "native",
-                  (TableCell(0, 0, "k", is_header=True), TableCell(0, 1, "v", is_header=True),
-                   TableCell(1, 0, "a"), TableCell(1, 1, "1")))
-    doc = Document(doc_id, f"/in/{doc_id}.pdf", f"{doc_id}.pdf", 123, n_pages=1,
-                   pages=[Page(1, 612, 792, "text", "text", blocks=blocks, tables=[table])])
-    chunks = [Chunk(f"{doc_id}-{t}", doc_id, i, "text", t, 1, ("H",), 1, 1, ((1, 1.0, 2.0, 3.0, 4.0),))
-              for i, t in enumerate(texts)]
+    table = Table(
+        1,
+        (10, 300, 200, 400),
+        2,
+        2,
+        ("k", "v"),
+        "native",
+        (
+            TableCell(0, 0, "k", is_header=True),
+            TableCell(0, 1, "v", is_header=True),
+            TableCell(1, 0, "a"),
+            TableCell(1, 1, "1"),
+        ),
+    )
+    doc = Document(
+        doc_id,
+        f"/in/{doc_id}.pdf",
+        f"{doc_id}.pdf",
+        123,
+        n_pages=1,
+        pages=[Page(1, 612, 792, "text", "text", blocks=blocks, tables=[table])],
+    )
+    chunks = [
+        Chunk(f"{doc_id}-{t}", doc_id, i, "text", t, 1, ("H",), 1, 1, ((1, 1.0, 2.0, 3.0, 4.0),))
+        for i, t in enumerate(texts)
+    ]
     return doc, chunks
 
 
@@ -36,8 +55,10 @@ def _ingest(layout, doc_id, texts, now):
 def _table_hashes(layout):
     con = connect(layout, read_only=True)
     try:
-        return {t: con.sql(f"SELECT count(*), bit_xor(hash(COLUMNS(*))) FROM {t}").fetchall()
-                for t in ("documents", "pages", "blocks", "tables", "table_cells", "chunks")}
+        return {
+            t: con.sql(f"SELECT count(*), bit_xor(hash(COLUMNS(*))) FROM {t}").fetchall()
+            for t in ("documents", "pages", "blocks", "tables", "table_cells", "chunks")
+        }
     finally:
         con.close()
 
@@ -68,7 +89,9 @@ def test_reingest_replaces_rows_keeps_first_seen_and_unchanged_chunk_times(tmp_p
         assert chunks["alpha"] == first_load and chunks["gamma"] > first_load
         assert con.sql("SELECT chunk_id FROM chunk_tombstones").fetchall() == [("d1-beta",)]
         assert con.execute("SELECT first_seen, ingested_at FROM documents WHERE doc_id='d1'").fetchone() == (
-            T0, T0 + timedelta(days=1))
+            T0,
+            T0 + timedelta(days=1),
+        )
         assert con.execute("SELECT count(*) FROM blocks WHERE doc_id='d1'").fetchone()[0] == 3
         assert con.execute("SELECT count(*) FROM chunks WHERE doc_id='d2'").fetchone()[0] == 1
     finally:
@@ -102,11 +125,19 @@ def test_reader_waits_for_the_writer_lock_instead_of_failing(tmp_path):
 
     layout = KbLayout(tmp_path)
     _ingest(layout, "d1", ["alpha"], T0)
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import duckdb, time, sys
         con = duckdb.connect({str(layout.duckdb_path)!r})
         print("locked", flush=True); time.sleep(2); con.close()
-    """)], stdout=subprocess.PIPE, text=True)
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "locked"
     assert known_documents(layout) == {"d1": "/in/d1.pdf"}
     holder.wait(10)

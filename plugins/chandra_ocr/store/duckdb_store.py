@@ -71,7 +71,9 @@ def document_versions(layout: KbLayout) -> dict[str, tuple[str, str | None]]:
         return {}
     con = connect(layout, read_only=True)
     try:
-        return {r[0]: (r[1], r[2]) for r in con.execute("SELECT doc_id, pipeline_version, model FROM documents")}
+        return {
+            r[0]: (r[1], r[2]) for r in con.execute("SELECT doc_id, pipeline_version, model FROM documents")
+        }
     except duckdb.CatalogException:
         return {}
     finally:

@@ -65,19 +65,47 @@ def document_rows(
         for b in page.blocks:
             x0, y0, x1, y1 = b.bbox if b.bbox else (None, None, None, None)
             rows["blocks"].append(
-                key | {"block_no": b.block_no, "label": b.label, "x0": x0, "y0": y0, "x1": x1, "y1": y1,
-                       "text": b.text, "html": b.html, "level": b.level}
+                key
+                | {
+                    "block_no": b.block_no,
+                    "label": b.label,
+                    "x0": x0,
+                    "y0": y0,
+                    "x1": x1,
+                    "y1": y1,
+                    "text": b.text,
+                    "html": b.html,
+                    "level": b.level,
+                }
             )
         for t in page.tables:
             x0, y0, x1, y1 = t.bbox if t.bbox else (None, None, None, None)
             tkey = key | {"table_no": t.table_no}
             rows["tables"].append(
-                tkey | {"x0": x0, "y0": y0, "x1": x1, "y1": y1, "n_rows": t.n_rows, "n_cols": t.n_cols,
-                        "header": list(t.header), "source": t.source, "caption": t.caption, "html": t.html}
+                tkey
+                | {
+                    "x0": x0,
+                    "y0": y0,
+                    "x1": x1,
+                    "y1": y1,
+                    "n_rows": t.n_rows,
+                    "n_cols": t.n_cols,
+                    "header": list(t.header),
+                    "source": t.source,
+                    "caption": t.caption,
+                    "html": t.html,
+                }
             )
             rows["table_cells"].extend(
-                tkey | {"row": c.row, "col": c.col, "rowspan": c.rowspan, "colspan": c.colspan,
-                        "is_header": c.is_header, "text": c.text}
+                tkey
+                | {
+                    "row": c.row,
+                    "col": c.col,
+                    "rowspan": c.rowspan,
+                    "colspan": c.colspan,
+                    "is_header": c.is_header,
+                    "text": c.text,
+                }
                 for c in t.cells
             )
     for c in chunks:

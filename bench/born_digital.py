@@ -1,0 +1,122 @@
+"""Born-digital throughput: the whole pipeline (discover → DuckDB) vs raw PyMuPDF vs pymupdf4llm.
+
+    .venv/bin/python bench/born_digital.py [--pages 200] [--corpus DIR] [--out FILE.json]
+
+Uses the docling born-digital PDFs of the corpus, copied (each copy made unique by an appended
+PDF comment, so its doc_id differs) until at least ``--pages`` pages. One run of each method on
+the same files. pymupdf4llm is measured when installed (`pip install pymupdf4llm`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pymupdf
+
+from chandra_ocr.config import IngestOptions, PdfOptions
+from chandra_ocr.pipeline import run
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def make_copies(sources: list[Path], pages: int, dest: Path) -> tuple[list[Path], int]:
+    """Unique copies of ``sources``, round robin, until they hold at least ``pages`` pages."""
+    counts = {p: pymupdf.open(p).page_count for p in sources}
+    files, total, i = [], 0, 0
+    while total < pages:
+        src = sources[i % len(sources)]
+        out = dest / f"{i:04d}-{src.name}"
+        out.write_bytes(src.read_bytes() + f"\n% copy {i}\n".encode())
+        files.append(out)
+        total += counts[src]
+        i += 1
+    return files, total
+
+
+def raw_pymupdf(files: list[Path]) -> float:
+    t0 = time.perf_counter()
+    for f in files:
+        with pymupdf.open(f) as doc:
+            for page in doc:
+                page.get_text()
+    return time.perf_counter() - t0
+
+
+def with_pymupdf4llm(files: list[Path]) -> float | None:
+    try:
+        import pymupdf4llm
+    except ImportError:
+        return None
+    t0 = time.perf_counter()
+    for f in files:
+        pymupdf4llm.to_markdown(str(f))
+    return time.perf_counter() - t0
+
+
+def pipeline(src: Path, kb: Path, workers: int, compress: bool) -> float:
+    options = IngestOptions(
+        engine="text", pdf=PdfOptions(settle_seconds=0, workers=workers, compress=compress)
+    )
+    t0 = time.perf_counter()
+    run(src, kb, options)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=Path(os.environ.get("CHANDRA_OCR_CORPUS", REPO.parent / "shared" / "corpus")),
+    )
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "born_digital.json")
+    args = parser.parse_args()
+    sources = sorted((args.corpus / "docling" / "tests" / "data" / "pdf" / "sources").glob("*.pdf"))
+    work = Path(tempfile.mkdtemp(prefix="born-digital-"))
+    try:
+        src = work / "in"
+        src.mkdir()
+        files, pages = make_copies(sources, args.pages, src)
+        raw = raw_pymupdf(files)
+        llm = with_pymupdf4llm(files)
+        full = pipeline(src, work / "kb", args.workers, compress=True)
+        no_compress = pipeline(src, work / "kb-nocompress", args.workers, compress=False)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "pymupdf": pymupdf.__version__,
+        },
+        "documents": len(files),
+        "pages": pages,
+        "pages_per_s": {
+            "raw_pymupdf_get_text": pages / raw,
+            "pymupdf4llm_to_markdown": pages / llm if llm else None,
+            "pipeline_end_to_end": pages / full,
+            "pipeline_end_to_end_without_compression": pages / no_compress,
+        },
+        "ratio_pipeline_vs_raw": raw / full,
+        "ratio_pipeline_without_compression_vs_raw": raw / no_compress,
+        "target_ratio": 0.5,
+        "workers": args.workers,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""End to end without Airflow: samples (and corpus files) → Parquet shards → DuckDB."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from chandra_ocr.config import IngestOptions, PdfOptions
+from chandra_ocr.pipeline import run
+from chandra_ocr.store.duckdb_store import connect
+from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+
+OPTIONS = IngestOptions(engine="cpu", pdf=PdfOptions(settle_seconds=0, workers=2))
+
+
+def _content_hashes(kb: Path) -> dict[str, tuple]:
+    """Row count and an order-independent hash of every column of every KB table."""
+    con = connect(KbLayout(kb), read_only=True)
+    try:
+        return {
+            t: con.execute(
+                f"SELECT count(*), bit_xor(hash(COLUMNS(* EXCLUDE (ingested_at, first_seen, run_id))))"
+                f" FROM {t}"
+                if t == "documents"
+                else f"SELECT count(*), bit_xor(hash(COLUMNS(*))) FROM {t}"
+            ).fetchall()
+            for t in SHARD_TABLES
+        }
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def sample_kb(tmp_path_factory, samples) -> tuple[Path, object]:
+    kb = tmp_path_factory.mktemp("kb")
+    summary = run(samples, kb, OPTIONS)
+    return kb, summary
+
+
+def _rows(kb: Path, sql: str) -> list[tuple]:
+    con = connect(KbLayout(kb), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_samples_land_in_duckdb_with_routes_and_statuses(sample_kb):
+    kb, summary = sample_kb
+    docs = dict(_rows(kb, "SELECT file_name, status FROM documents"))
+    assert docs == {
+        "report.pdf": "ingested",
+        "scanned_memo.pdf": "ingested",
+        "mixed.pdf": "ingested",
+        "broken.pdf": "quarantined",
+    }
+    routes = _rows(
+        kb,
+        "SELECT d.file_name, p.page_no, p.route, p.engine, p.status FROM pages p "
+        "JOIN documents d USING (doc_id) ORDER BY 1, 2",
+    )
+    assert routes == [
+        ("mixed.pdf", 1, "text", "text", "ok"),
+        ("mixed.pdf", 2, "ocr", "cpu", "ok"),
+        ("report.pdf", 1, "text", "text", "ok"),
+        ("report.pdf", 2, "text", "text", "ok"),
+        ("scanned_memo.pdf", 1, "ocr", "cpu", "ok"),
+    ]
+    assert summary.statuses == {"ingested": 3, "quarantined": 1}
+
+
+def test_scanned_text_is_read_and_chunked_with_provenance(sample_kb):
+    kb, _ = sample_kb
+    text = " ".join(
+        r[0]
+        for r in _rows(
+            kb,
+            "SELECT c.text FROM chunks c JOIN documents d USING (doc_id) "
+            "WHERE d.file_name = 'scanned_memo.pdf'",
+        )
+    )
+    assert "ledgers" in text.lower() and "archive" in text.lower()
+    for page_start, page_end, n_boxes in _rows(kb, "SELECT page_start, page_end, len(bboxes) FROM chunks"):
+        assert 1 <= page_start <= page_end and n_boxes >= 1
+
+
+def test_headings_become_header_paths(sample_kb):
+    kb, _ = sample_kb
+    paths = {
+        tuple(r[0])
+        for r in _rows(
+            kb,
+            "SELECT header_path FROM chunks c JOIN documents d USING (doc_id) "
+            "WHERE d.file_name = 'report.pdf'",
+        )
+    }
+    assert ("Regional Water Quality Report 2025", "Methods") in paths
+
+
+def test_exports_are_written(sample_kb):
+    kb, _ = sample_kb
+    (doc_id,) = _rows(kb, "SELECT doc_id FROM documents WHERE file_name = 'report.pdf'")[0]
+    layout = KbLayout(kb)
+    assert "# Regional Water Quality Report 2025" in layout.export(doc_id, ".md").read_text()
+    assert layout.export(doc_id, ".json").stat().st_size > 0
+
+
+def test_broken_file_is_quarantined_with_a_reason_and_nothing_else(sample_kb):
+    kb, _ = sample_kb
+    ((status, error, n_pages),) = _rows(
+        kb, "SELECT status, error, n_pages FROM documents WHERE file_name='broken.pdf'"
+    )
+    assert status == "quarantined" and error and n_pages == 0
+    assert _rows(
+        kb, "SELECT count(*) FROM pages p JOIN documents d USING (doc_id) WHERE d.file_name = 'broken.pdf'"
+    ) == [(0,)]
+
+
+def test_second_run_adds_nothing_and_changes_nothing(sample_kb, samples):
+    kb, _ = sample_kb
+    before = _content_hashes(kb)
+    summary = run(samples, kb, OPTIONS)
+    assert summary.discovery.new == [] and summary.batches == []
+    assert _content_hashes(kb) == before
+
+
+def test_original_files_are_never_modified(tmp_path, samples):
+    src = tmp_path / "in"
+    shutil.copytree(samples, src)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in src.iterdir()}
+    run(src, tmp_path / "kb", OPTIONS)
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in src.iterdir()} == before
+
+
+def test_duplicates_are_reported_not_reprocessed(tmp_path, samples):
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(samples / "report.pdf", src / "a.pdf")
+    shutil.copy(samples / "report.pdf", src / "copy of a.PDF")
+    summary = run(src, tmp_path / "kb", OPTIONS)
+    assert len(summary.discovery.new) == 1 and len(summary.discovery.duplicates) == 1
+    assert _rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(1,)]
