@@ -97,9 +97,12 @@ def _check_opened(doc: pymupdf.Document, password: str | None) -> None:
             raise BadDocumentError("encrypted: a password is required to open it")
         if not doc.authenticate(password):
             raise BadDocumentError("encrypted: the password given is wrong")
-    if doc.page_count == 0:
-        hint = "" if doc.is_pdf and doc.pdf_trailer() else " (or not a PDF)"
-        raise BadDocumentError(f"document has no pages{hint}")
+    try:
+        n_pages = doc.page_count
+    except Exception as e:  # a broken page tree surfaces here
+        raise BadDocumentError(f"cannot read the page tree: {e}") from e
+    if n_pages == 0:
+        raise BadDocumentError("document has no pages")
 
 
 def _has_pdf_header(pdf_path: str) -> bool:

@@ -12,6 +12,7 @@ import logging
 import multiprocessing
 import pickle
 import resource
+import signal
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any, TypeVar
@@ -49,7 +50,7 @@ class PdfWorkers:
         context.set_forkserver_preload(_PRELOAD)
         self._pool = pebble.ProcessPool(
             max_workers=workers,
-            initializer=_limit_memory,
+            initializer=_init_worker,
             initargs=(memory_limit_mb,),
             context=context,
         )
@@ -153,10 +154,14 @@ def _guarded(fn: Callable[..., T], *args: Any) -> T:
         raise
 
 
-def _limit_memory(limit_mb: int) -> None:
-    """Worker initializer: cap the address space so huge allocations fail with MemoryError."""
+def _init_worker(limit_mb: int) -> None:
+    """Worker initializer: cap the address space (huge allocations fail with MemoryError) and let
+    SIGTERM kill at once: pebble's own handler is Python code, which cannot run while MuPDF is
+    busy in C, so a stuck task would otherwise linger until pebble's SIGKILL three seconds later.
+    (The pool holds the result channel's lock while it stops a worker.)"""
     limit = limit_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _translated(source: pebble.ProcessFuture, what: str, timeout: float, limit_mb: int) -> Future:

@@ -1,0 +1,129 @@
+"""The PDF worker pool with real processes: kills on timeout, memory caps, bounded render streams."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from chandra_ocr.config import PdfOptions
+from chandra_ocr.errors import BadDocumentError, StageTimeoutError
+from chandra_ocr.ocr.base import PageRequest
+from chandra_ocr.pdf.render import target_size
+from chandra_ocr.pdf.render_spec import RenderSpec
+from chandra_ocr.pdf.triage import triage_document
+from chandra_ocr.pdf.workers import PdfWorkers
+
+LIMIT_MB = 1024
+
+
+@pytest.fixture(scope="module")
+def workers():
+    with PdfWorkers(2, LIMIT_MB) as pool:
+        yield pool
+
+
+def test_workers_are_not_forked_from_the_caller_and_cap_memory(workers: PdfWorkers) -> None:
+    assert workers.submit(os.getppid, timeout=30).result() != os.getpid()  # forkserver child
+    limit = LIMIT_MB * 1024 * 1024
+    assert workers.submit(resource.getrlimit, resource.RLIMIT_AS, timeout=30).result() == (limit, limit)
+
+
+def test_a_task_over_its_time_limit_is_killed_and_the_pool_goes_on(workers: PdfWorkers) -> None:
+    started = time.monotonic()
+    stuck = workers.submit(time.sleep, 60, timeout=1.0)
+    with pytest.raises(StageTimeoutError, match="1 s limit"):
+        stuck.result()
+    assert time.monotonic() - started < 20
+    assert workers.submit(sum, [1, 2, 3], timeout=30).result() == 6
+    assert workers.submit(os.getpid, timeout=30).result() > 0
+
+
+def test_allocation_over_the_memory_limit_is_an_error_not_an_oom_kill(workers: PdfWorkers) -> None:
+    with pytest.raises(BadDocumentError, match="memory"):
+        workers.submit(bytearray, 2 * LIMIT_MB * 1024 * 1024, timeout=30).result()
+    assert workers.submit(sum, [1], timeout=30).result() == 1
+
+
+@pytest.mark.corpus
+def test_task_errors_come_back_readable(workers: PdfWorkers, corpus: Path) -> None:
+    path = str(corpus / "ocrmypdf/tests/resources/invalid.pdf")
+    with pytest.raises(BadDocumentError, match="cannot open"):
+        workers.submit(triage_document, path, PdfOptions(), timeout=30).result()
+
+
+@pytest.mark.corpus
+def test_render_stream_yields_every_page_at_its_size(workers: PdfWorkers, corpus: Path) -> None:
+    path = str(corpus / "docling/tests/data/ocr/sources/nemotron_multipage.pdf")  # 4 scanned pages
+    doc = pymupdf.open(path)
+    spec = RenderSpec(dpi=100, multiple_of=28)
+    pulled, yielded, window = [], [], 2
+
+    def requests():
+        for page in doc:
+            pulled.append(page.number + 1)
+            yield PageRequest("nemotron", page.number + 1, path, page.rect.width, page.rect.height)
+
+    for request, error in workers.render_stream(requests(), spec, timeout=60, window=window):
+        assert error is None
+        assert len(pulled) - len(yielded) <= window  # lazy: never more than the window ahead
+        yielded.append(request.page_no)
+        expected = target_size(request.width_pt, request.height_pt, spec)
+        assert request.image is not None and request.image.size == expected and request.image.mode == "RGB"
+        assert request.image.convert("L").getextrema()[0] < 100  # the scan's text is there
+    assert sorted(yielded) == list(range(1, doc.page_count + 1))
+
+
+@pytest.mark.corpus
+def test_render_stream_reports_errors_per_page(workers: PdfWorkers, corpus: Path) -> None:
+    scan = str(corpus / "derived/eurotext.scan.pdf")
+    locked = str(corpus / "pdfplumber/tests/pdfs/password-example.pdf")
+    hugemono = str(corpus / "ocrmypdf/tests/resources/hugemono.pdf")
+    requests = [
+        PageRequest("scan", 1, scan, 0, 0),
+        PageRequest("scan", 5, scan, 0, 0),
+        PageRequest("locked", 1, locked, 0, 0),
+        PageRequest("locked-ok", 1, locked, 0, 0),
+        PageRequest("huge", 1, hugemono, 0, 0),  # ~1 gigapixel at 300 dpi: only the cap lets it fit
+    ]
+    spec = RenderSpec(dpi=300, max_pixels=4_000_000)
+    results = dict(
+        ((r.doc_id, r.page_no), e)
+        for r, e in workers.render_stream(
+            requests, spec, timeout=60, window=3, passwords={"locked-ok": "test"}
+        )
+    )
+    assert results[("scan", 1)] is None and results[("locked-ok", 1)] is None and results[("huge", 1)] is None
+    assert isinstance(results[("scan", 5)], BadDocumentError) and "does not exist" in str(
+        results[("scan", 5)]
+    )
+    assert isinstance(results[("locked", 1)], BadDocumentError) and "password" in str(results[("locked", 1)])
+    assert requests[4].image is not None and requests[4].image.width * requests[4].image.height <= 4_000_000
+
+
+def test_render_stream_times_out_per_page(tmp_path: Path) -> None:
+    # A page that takes MuPDF ~2 s to draw, given 0.3 s: killed, reported, and the pool renders on.
+    doc = pymupdf.open()
+    page = doc.new_page(width=4000, height=4000)
+    for i in range(400):
+        page.draw_circle((2000, 2000), 5 + i * 4)
+    path = tmp_path / "heavy.pdf"
+    doc.save(path)
+    spec = RenderSpec(dpi=72, max_pixels=16_000_000)
+    with PdfWorkers(1, LIMIT_MB) as pool:
+        requests = [
+            PageRequest("heavy", 1, str(path), 4000, 4000),
+            PageRequest("heavy", 1, str(path), 4000, 4000),
+        ]
+        assert pool.submit(sum, [1], timeout=30).result() == 1  # the worker is up
+        started = time.monotonic()
+        out = list(pool.render_stream(requests[:1], spec, timeout=0.3, window=1))
+        assert isinstance(out[0][1], StageTimeoutError)
+        assert time.monotonic() - started < 1.8  # killed inside MuPDF's C code, not after it returned
+        small = RenderSpec(dpi=72, max_pixels=250_000)
+        out = list(pool.render_stream(requests[1:], small, timeout=60, window=1))
+        assert out[0][1] is None and out[0][0].image.size == (500, 500)
