@@ -71,17 +71,14 @@ class _Raw:
 def read_page(page: pymupdf.Page) -> PageText:
     """Extract labelled blocks and text statistics from ``page`` in one text pass (images not measured)."""
     data = page.get_text("dict", flags=_FLAGS)
-    raws, counts = _collect(data["blocks"], page.rotation_matrix if page.rotation else None)
-    n_chars, n_bad, n_invisible = counts
-    body = _body_size(raws)
-    height = page.rect.height
-    edges = (min(raws, key=lambda r: r.bbox[1]), max(raws, key=lambda r: r.bbox[3])) if raws else None
-    blocks = [_label(raw, body, height, edges) for raw in raws]  # type: ignore[arg-type]
-    stats = TextStats(
-        n_chars=n_chars,
-        bad_glyph_ratio=n_bad / n_chars if n_chars else 0.0,
-        invisible_ratio=n_invisible / n_chars if n_chars else 0.0,
-    )
+    raws, tally = _collect(data["blocks"], page.rotation_matrix if page.rotation else None)
+    blocks = []
+    if raws:
+        body, height = _body_size(raws), page.rect.height
+        edges = (min(raws, key=lambda r: r.bbox[1]), max(raws, key=lambda r: r.bbox[3]))
+        blocks = [_label(raw, body, height, edges) for raw in raws]
+    n = tally.chars
+    stats = TextStats(n, tally.bad / n if n else 0.0, tally.invisible / n if n else 0.0)
     return PageText(blocks=_reading_order(blocks), stats=stats)
 
 
@@ -109,63 +106,69 @@ def largest_image_share(page: pymupdf.Page) -> float:
     return min(best, 1.0)
 
 
-def _collect(
-    blocks: Iterable[dict], rotate: pymupdf.Matrix | None
-) -> tuple[list[_Raw], tuple[int, int, int]]:
-    """Raw blocks plus (non-space chars, bad chars, invisible chars) over the whole page."""
+@dataclass
+class _Tally:
+    """Character counts over one page."""
+
+    chars: int = 0  # non-space
+    bad: int = 0
+    invisible: int = 0
+
+
+def _collect(blocks: Iterable[dict], rotate: pymupdf.Matrix | None) -> tuple[list[_Raw], _Tally]:
+    """Raw text blocks (bbox in displayed space) and the page's character tally."""
     raws: list[_Raw] = []
-    n_chars = n_bad = n_invisible = 0
+    tally = _Tally()
     for block in blocks:
-        if block["type"] != 0:
-            continue
-        lines: list[str] = []
-        sizes: Counter[float] = Counter()
-        n_bold = n_block = 0
-        row = (0.0, 0.0, 0.0)  # (y0, y1, x1) of the current visual line
-        for line in block["lines"]:
-            parts = []
-            for span in line["spans"]:
-                text = span["text"]
-                parts.append(text)
-                n = len(text) - text.count(" ")
-                if not n:
-                    continue
-                flags = span["char_flags"]
-                n_block += n
+        if block["type"] == 0 and (raw := _read_block(block, rotate, tally)) is not None:
+            raws.append(raw)
+    return raws, tally
+
+
+def _read_block(block: dict, rotate: pymupdf.Matrix | None, tally: _Tally) -> _Raw | None:
+    """One MuPDF text block as a ``_Raw`` (None when it holds no text); counts go into ``tally``."""
+    lines: list[str] = []
+    sizes: Counter[float] = Counter()
+    n_bold = n_block = 0
+    row = (0.0, 0.0, 0.0)  # (y0, y1, x1) of the current visual line
+    for line in block["lines"]:
+        for span in line["spans"]:
+            n, bold = _count_span(span, tally)
+            n_block += n
+            n_bold += n if bold else 0
+            if n:
                 sizes[round(span["size"] * 2) / 2] += n
-                if span["flags"] & pymupdf.TEXT_FONT_BOLD or flags & _BOLD_CHAR:
-                    n_bold += n
-                if not flags & _VISIBLE:
-                    n_invisible += n
-                if flags & _UNMAPPED:
-                    n_bad += n
-                else:
-                    n_bad += len(_BAD_GLYPH.findall(text))
-            if not parts:
-                continue
-            x0, y0, x1, y1 = line["bbox"]
-            if lines and row[0] <= (y0 + y1) / 2 <= row[1] and x0 >= row[2] - 1:
-                lines[-1] += " " + "".join(parts)  # same visual line, split by MuPDF at a gap
-            else:
-                lines.append("".join(parts))
-            row = (y0, y1, x1)
-        text = _join_lines(lines)
-        if not text:
+        joined = "".join(span["text"] for span in line["spans"])
+        if not joined:
             continue
-        n_chars += n_block
-        bbox = pymupdf.Rect(block["bbox"])
-        if rotate is not None:
-            bbox = bbox * rotate
-        raws.append(
-            _Raw(
-                bbox=(bbox.x0, bbox.y0, bbox.x1, bbox.y1),
-                text=text,
-                n_lines=len(lines),
-                size=sizes.most_common(1)[0][0],
-                bold=n_bold / n_block,
-            )
-        )
-    return raws, (n_chars, n_bad, n_invisible)
+        x0, y0, x1, y1 = line["bbox"]
+        if lines and row[0] <= (y0 + y1) / 2 <= row[1] and x0 >= row[2] - 1:
+            lines[-1] += " " + joined  # same visual line, split by MuPDF at a gap
+        else:
+            lines.append(joined)
+        row = (y0, y1, x1)
+    text = _join_lines(lines)
+    if not text or not n_block:
+        return None
+    tally.chars += n_block
+    bbox = pymupdf.Rect(block["bbox"])
+    if rotate is not None:
+        bbox = bbox * rotate
+    size = sizes.most_common(1)[0][0]
+    return _Raw((bbox.x0, bbox.y0, bbox.x1, bbox.y1), text, len(lines), size, n_bold / n_block)
+
+
+def _count_span(span: dict, tally: _Tally) -> tuple[int, bool]:
+    """(non-space characters, bold?) of a span; its bad and invisible characters go into ``tally``."""
+    text = span["text"]
+    n = len(text) - text.count(" ")
+    if not n:
+        return 0, False
+    flags = span["char_flags"]
+    if not flags & _VISIBLE:
+        tally.invisible += n
+    tally.bad += n if flags & _UNMAPPED else len(_BAD_GLYPH.findall(text))
+    return n, bool(span["flags"] & pymupdf.TEXT_FONT_BOLD or flags & _BOLD_CHAR)
 
 
 def _join_lines(lines: list[str]) -> str:

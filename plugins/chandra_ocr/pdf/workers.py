@@ -71,7 +71,8 @@ class PdfWorkers:
 
     def submit(self, fn: Callable[..., T], *args: Any, timeout: float) -> Future[T]:
         """Run ``fn(*args)`` in a worker; killed after ``timeout`` seconds of running."""
-        return self._schedule(fn, args, timeout, getattr(fn, "__name__", "task"))
+        named = getattr(fn, "func", fn)  # functools.partial → the wrapped function's name
+        return self._schedule(fn, args, timeout, getattr(named, "__name__", "task"))
 
     def _schedule(self, fn: Callable[..., T], args: tuple, timeout: float, what: str) -> Future[T]:
         source = self._pool.schedule(_guarded, args=(fn, *args), timeout=timeout)
