@@ -49,6 +49,12 @@ def test_allocation_over_the_memory_limit_is_an_error_not_an_oom_kill(workers: P
     assert workers.submit(sum, [1], timeout=30).result() == 1
 
 
+def test_a_crashed_worker_is_reported_and_replaced(workers: PdfWorkers) -> None:
+    with pytest.raises(BadDocumentError, match="crashed its worker"):
+        workers.submit(os._exit, 3, timeout=30).result()
+    assert workers.submit(sum, [2], timeout=30).result() == 2
+
+
 @pytest.mark.corpus
 def test_task_errors_come_back_readable(workers: PdfWorkers, corpus: Path) -> None:
     path = str(corpus / "ocrmypdf/tests/resources/invalid.pdf")
@@ -83,12 +89,14 @@ def test_render_stream_reports_errors_per_page(workers: PdfWorkers, corpus: Path
     scan = str(corpus / "derived/eurotext.scan.pdf")
     locked = str(corpus / "pdfplumber/tests/pdfs/password-example.pdf")
     hugemono = str(corpus / "ocrmypdf/tests/resources/hugemono.pdf")
+    cyclic = str(corpus / "pdfjs/test/pdfs/Pages-tree-refs.pdf")
     requests = [
         PageRequest("scan", 1, scan, 0, 0),
         PageRequest("scan", 5, scan, 0, 0),
         PageRequest("locked", 1, locked, 0, 0),
         PageRequest("locked-ok", 1, locked, 0, 0),
         PageRequest("huge", 1, hugemono, 0, 0),  # ~1 gigapixel at 300 dpi: only the cap lets it fit
+        PageRequest("cyclic", 2, cyclic, 0, 0),  # MuPDF's own (unpicklable) exception type
     ]
     spec = RenderSpec(dpi=300, max_pixels=4_000_000)
     results = dict(
@@ -102,6 +110,7 @@ def test_render_stream_reports_errors_per_page(workers: PdfWorkers, corpus: Path
         results[("scan", 5)]
     )
     assert isinstance(results[("locked", 1)], BadDocumentError) and "password" in str(results[("locked", 1)])
+    assert isinstance(results[("cyclic", 2)], BadDocumentError) and "cycle" in str(results[("cyclic", 2)])
     assert requests[4].image is not None and requests[4].image.width * requests[4].image.height <= 4_000_000
 
 

@@ -21,7 +21,7 @@ import pebble
 import pymupdf
 from PIL import Image
 
-from chandra_ocr.errors import BadDocumentError, ChandraOcrError, StageTimeoutError
+from chandra_ocr.errors import BadDocumentError, ChandraOcrError, ConfigError, StageTimeoutError
 from chandra_ocr.ocr.base import PageRequest
 from chandra_ocr.pdf.render import render_page
 from chandra_ocr.pdf.render_spec import RenderSpec
@@ -43,7 +43,7 @@ class PdfWorkers:
 
     def __init__(self, workers: int, memory_limit_mb: int) -> None:
         if workers < 1 or memory_limit_mb < 256:
-            raise ChandraOcrError("PdfWorkers needs workers ≥ 1 and memory_limit_mb ≥ 256")
+            raise ConfigError("PdfWorkers needs workers ≥ 1 and memory_limit_mb ≥ 256")
         self.workers = workers
         self.memory_limit_mb = memory_limit_mb
         context = multiprocessing.get_context("forkserver")
