@@ -22,7 +22,8 @@ from chandra_ocr.ocr.tuning import (
 )
 
 MIB, GIB = 2**20, 2**30
-# Total memory as CUDA reports it (nvidia-smi "MiB" totals).
+# Total memory per nvidia-smi (MiB). CUDA reports a little less: an H200 gave 143,156 MiB
+# (torch.cuda.mem_get_info on the device machine, 2026-11-30).
 GPUS = {"L4": 23_034 * MIB, "RTX 4090": 24_564 * MIB, "H100 80GB": 81_559 * MIB, "H200": 143_771 * MIB}
 # (prompt tokens of a typical page, output tokens, longest prompt, longest output) per model
 PAGES = {

@@ -221,29 +221,16 @@ def plan_paging(
     max_prompt = max(max_prompt_tokens or 0, prompt_tokens_per_page)
     longest = max_prompt + (max_output_tokens or output_tokens_per_page)
     max_model_len = int(ov.get("max_model_len", min(dims.max_position, longest)))
-    if "gpu_memory_utilization" in ov:
-        util, util_why = float(ov["gpu_memory_utilization"]), "override"
-    else:
-        util, util_why = _utilization(gpu_total_bytes, gpu_free_bytes, memory_budget_bytes)
     batched = int(ov.get("max_num_batched_tokens", _batched_tokens(prompt_tokens_per_page, max_prompt)))
-    budget = int(util * gpu_total_bytes)
-    headroom = _headroom(dims, batched)
-    pool = budget - dims.weight_bytes - headroom
-    _check_fits(
-        dims,
-        pool,
-        max_model_len * kv_bpt + dims.state_bytes_per_seq,
-        max_model_len,
-        (budget, headroom, util_why),
-    )
+    mem = _memory(dims, ov, batched, gpu_total_bytes, gpu_free_bytes, memory_budget_bytes)
+    mem.check_fits(dims, max_model_len * kv_bpt + dims.state_bytes_per_seq, max_model_len)
     expected = prompt_tokens_per_page + output_tokens_per_page
     per_page = expected * kv_bpt + dims.state_bytes_per_seq
-    seqs = int(ov.get("max_num_seqs", _round_seqs(pool // per_page)))
+    seqs = int(ov.get("max_num_seqs", _round_seqs(mem.pool // per_page)))
     if "max_num_batched_tokens" not in ov:
         batched = _round_up(max(batched, seqs), block_size)
-    capacity = (pool - seqs * dims.state_bytes_per_seq) // kv_bpt
     derived = PagingPlan(
-        gpu_memory_utilization=util,
+        gpu_memory_utilization=mem.utilization,
         max_num_seqs=seqs,
         max_num_batched_tokens=batched,
         max_model_len=max_model_len,
@@ -251,52 +238,72 @@ def plan_paging(
         enable_prefix_caching=bool(ov.get("enable_prefix_caching", prefix_caching)),
         kv_cache_dtype=kv_dtype,
         kv_bytes_per_token=kv_bpt,
-        kv_capacity_tokens=int(capacity),
+        kv_capacity_tokens=int((mem.pool - seqs * dims.state_bytes_per_seq) // kv_bpt),
         expected_tokens_per_page=expected,
         reason="",
     )
-    facts = (
-        f"{budget / GIB:.1f} GiB of {gpu_total_bytes / GIB:.1f} GiB ({util_why}); weights "
-        f"{dims.weight_bytes / GIB:.1f} GiB; headroom {headroom / GIB:.1f} GiB (CUDA context/graphs + "
-        f"activations of {batched} batched tokens + sampler logits); KV pool {pool / GIB:.1f} GiB "
-        f"holds {pool // per_page} pages"
-    )
-    plan = dataclasses.replace(derived, reason=_reason(dims, derived, facts, prompt_tokens_per_page, ov))
-    return dataclasses.replace(plan, **{k: v for k, v in ov.items() if k in _ESTIMATES})
-
-
-def _check_fits(dims: ModelDims, pool: int, need: int, max_model_len: int, why: tuple[int, int, str]) -> None:
-    """Raise ConfigError unless the KV pool holds at least one request of ``max_model_len`` tokens."""
-    if pool >= need:
-        return
-    budget, headroom, util_why = why
-    raise ConfigError(
-        f"{dims.name} does not fit: {budget / GIB:.1f} GiB budget ({util_why}) − weights "
-        f"{dims.weight_bytes / GIB:.1f} GiB − headroom {headroom / GIB:.1f} GiB leaves "
-        f"{max(pool, 0) / GIB:.2f} GiB for the KV cache, but one {max_model_len}-token request needs "
-        f"{need / GIB:.2f} GiB; use a larger GPU, fp8 KV cache, a smaller max_model_len or "
-        "tensor parallelism"
+    reason = _reason(dims, derived, mem, mem.pool // per_page, prompt_tokens_per_page, ov)
+    return dataclasses.replace(
+        derived, **{"reason": reason} | {k: v for k, v in ov.items() if k in _ESTIMATES}
     )
 
 
 _ESTIMATES = ("kv_bytes_per_token", "kv_capacity_tokens", "expected_tokens_per_page", "reason")
 
 
-def _reason(dims: ModelDims, plan: PagingPlan, facts: str, prompt: int, ov: Mapping[str, Any]) -> str:
+@dataclass(frozen=True)
+class _Memory:
+    """How one GPU's memory divides: budget = weights + headroom + KV pool."""
+
+    total: int
+    utilization: float
+    why: str
+    budget: int
+    headroom: int
+    pool: int
+
+    def check_fits(self, dims: ModelDims, need: int, max_model_len: int) -> None:
+        """Raise ConfigError unless the pool holds one ``max_model_len`` request (``need`` bytes)."""
+        if self.pool >= need:
+            return
+        raise ConfigError(
+            f"{dims.name} does not fit: {self.budget / GIB:.1f} GiB budget ({self.why}) − weights "
+            f"{dims.weight_bytes / GIB:.1f} GiB − headroom {self.headroom / GIB:.1f} GiB leaves "
+            f"{max(self.pool, 0) / GIB:.2f} GiB for the KV cache, but one {max_model_len}-token request "
+            f"needs {need / GIB:.2f} GiB; use a larger GPU, fp8 KV cache, a smaller max_model_len or "
+            "tensor parallelism"
+        )
+
+
+def _memory(
+    dims: ModelDims, ov: Mapping[str, Any], batched: int, total: int, free: int | None, budget: int | None
+) -> _Memory:
+    if "gpu_memory_utilization" in ov:
+        util, why = float(ov["gpu_memory_utilization"]), "override"
+    else:
+        util, why = _utilization(total, free, budget)
+    usable = int(util * total)
+    headroom = _headroom(dims, batched)
+    return _Memory(total, util, why, usable, headroom, usable - dims.weight_bytes - headroom)
+
+
+def _reason(
+    dims: ModelDims, plan: PagingPlan, mem: _Memory, pages: int, prompt: int, ov: Mapping[str, Any]
+) -> str:
     """The numbers behind a plan, for the task log; overridden values are marked."""
 
     def mark(name: str) -> str:
         return " (override)" if name in ov else ""
 
-    state = (
-        f" + {dims.state_bytes_per_seq / 2**20:.0f} MiB recurrent state" if dims.state_bytes_per_seq else ""
-    )
+    state = f" + {dims.state_bytes_per_seq / 2**20:.0f} MiB state" if dims.state_bytes_per_seq else ""
     return (
-        f"{dims.name}: {facts}; {plan.kv_bytes_per_token} B/token ({plan.kv_cache_dtype}, "
-        f"{dims.kv_layers} KV layers) ≈ {plan.kv_capacity_tokens} tokens; a page ≈ {prompt} prompt + "
-        f"{plan.expected_tokens_per_page - prompt} output tokens{state} → "
-        f"gpu_memory_utilization {plan.gpu_memory_utilization:.2f}{mark('gpu_memory_utilization')}, "
-        f"max_num_seqs {plan.max_num_seqs}{mark('max_num_seqs')}, "
+        f"{dims.name}: {mem.budget / GIB:.1f} GiB of {mem.total / GIB:.1f} GiB ({mem.why}); weights "
+        f"{dims.weight_bytes / GIB:.1f} GiB; headroom {mem.headroom / GIB:.1f} GiB (CUDA context/graphs "
+        f"+ activations + sampler logits); KV pool {mem.pool / GIB:.1f} GiB at {plan.kv_bytes_per_token} "
+        f"B/token ({plan.kv_cache_dtype}, {dims.kv_layers} KV layers) ≈ {plan.kv_capacity_tokens} tokens; "
+        f"a page ≈ {prompt} prompt + {plan.expected_tokens_per_page - prompt} output tokens{state}, "
+        f"{pages} pages fit → gpu_memory_utilization {plan.gpu_memory_utilization:.2f}"
+        f"{mark('gpu_memory_utilization')}, max_num_seqs {plan.max_num_seqs}{mark('max_num_seqs')}, "
         f"max_num_batched_tokens {plan.max_num_batched_tokens}{mark('max_num_batched_tokens')}, "
         f"max_model_len {plan.max_model_len}{mark('max_model_len')} (longest prompt + longest output), "
         f"block_size {plan.block_size}, prefix caching {plan.enable_prefix_caching}"
