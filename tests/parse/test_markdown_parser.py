@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+
 from chandra_ocr.parse.markdown import parse_markdown, parse_plain_text
 from chandra_ocr.parse.tables import grid
 

@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.tables import (
     MAX_CELLS,
