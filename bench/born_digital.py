@@ -57,7 +57,7 @@ def with_pymupdf4llm(files: list[Path]) -> float | None:
         return None
     t0 = time.perf_counter()
     for f in files:
-        pymupdf4llm.to_markdown(str(f))
+        pymupdf4llm.to_markdown(str(f), use_ocr=False)
     return time.perf_counter() - t0
 
 
