@@ -31,6 +31,7 @@ class PdfOptions:
     settle_seconds: float = 30.0  # skip files modified more recently (still being written)
     compress: bool = True
     compress_timeout_s: float = 120.0
+    compress_min_image_pixels: int = 1_000_000  # only documents with an image this large are compressed
     ocr_dpi: int = 200  # render resolution for OCR pages (before the pixel cap)
     max_pixels: int = 6_291_456  # never render an OCR page larger than this
     min_text_chars: int = 40  # fewer extractable characters than this → OCR route

@@ -11,10 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from functools import partial
 
 from chandra_ocr import PIPELINE_VERSION
-from chandra_ocr.config import IngestOptions
+from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.document import Page
 from chandra_ocr.errors import BadDocumentError, ConfigError, StageTimeoutError
 from chandra_ocr.manifest import Batch, DocRef
@@ -113,18 +112,14 @@ def _triage_all(
     for doc in batch.docs:
         record = checkpoints.read_document_record(layout, doc.doc_id)
         if record is None or record.get("engine_key") != key:
-            pdf = doc.work_pdf or doc.source
+            args = (layout, doc.doc_id, doc.work_pdf or doc.source, options.pdf, force, key)
             futures[doc.doc_id] = workers.submit(
-                partial(triage_document, force_route=force),
-                pdf,
-                options.pdf,
-                timeout=options.pdf.doc_timeout_s,
+                triage_and_checkpoint, *args, timeout=options.pdf.doc_timeout_s
             )
     pending = []
     for doc in batch.docs:
-        pdf = doc.work_pdf or doc.source
         if doc.doc_id in futures:
-            record = _triage_one(futures[doc.doc_id], doc, layout, options, key)
+            record = _record_of(futures[doc.doc_id], key)
             checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
             record = checkpoints.read_document_record(layout, doc.doc_id)
@@ -133,24 +128,22 @@ def _triage_all(
             continue
         doc.n_pages = record["n_pages"]
         pages = {pt["page_no"]: PageTriage(**pt) for pt in record["pages"]}
-        pending.append(_Pending(doc, pdf, pages))
+        pending.append(_Pending(doc, doc.work_pdf or doc.source, pages))
     return pending
 
 
-def _triage_one(future, doc: DocRef, layout: KbLayout, options: IngestOptions, key: str) -> dict:
-    """Wait for one document's triage; checkpoint its text pages; return the document record."""
-    try:
-        triage = future.result()
-    except (BadDocumentError, StageTimeoutError) as e:  # unreadable, timed out, out of memory, crashed
-        return {"status": "quarantined", "error": str(e), "engine_key": key}
-    except Exception as e:  # a parser error we have no better name for
-        return {
-            "status": "quarantined",
-            "error": f"could not read PDF: {type(e).__name__}: {e}",
-            "engine_key": key,
-        }
+def triage_and_checkpoint(
+    layout: KbLayout, doc_id: str, pdf_path: str, options: PdfOptions, force: str | None, key: str
+) -> dict:
+    """Worker side: triage one document and checkpoint its text-route pages; returns the document record.
+
+    Runs in a PDF worker so that text extraction and checkpoint writing use every core and a
+    hung or crashing parser only costs that worker.
+    """
+    triage = triage_document(pdf_path, options, force_route=force)
     for pt in triage.pages:
-        if pt.route == "text" and checkpoints.read_page(layout, doc.doc_id, pt.page_no, key) is None:
+        if pt.route == "text" and checkpoints.read_page(layout, doc_id, pt.page_no, key) is None:
+            blocks = triage.text_blocks.get(pt.page_no, [])
             page = Page(
                 pt.page_no,
                 pt.width_pt,
@@ -159,15 +152,29 @@ def _triage_one(future, doc: DocRef, layout: KbLayout, options: IngestOptions, k
                 engine="text",
                 route_reason=pt.reason,
                 finish_reason="stop",
-                blocks=triage.text_blocks.get(pt.page_no, []),
+                blocks=blocks,
             )
-            checkpoints.write_page(layout, doc.doc_id, page, key)
+            checkpoints.write_page(layout, doc_id, page, key)
     return {
         "status": "ok",
         "n_pages": triage.n_pages,
         "pages": [asdict(p) for p in triage.pages],
         "engine_key": key,
     }
+
+
+def _record_of(future, key: str) -> dict:
+    """The document record from a triage future; failures become a quarantine record with the reason."""
+    try:
+        return future.result()
+    except (BadDocumentError, StageTimeoutError) as e:  # unreadable, timed out, out of memory, crashed
+        return {"status": "quarantined", "error": str(e), "engine_key": key}
+    except Exception as e:  # a parser error we have no better name for
+        return {
+            "status": "quarantined",
+            "error": f"could not read PDF: {type(e).__name__}: {e}",
+            "engine_key": key,
+        }
 
 
 def _ocr_page(pt: PageTriage, result: PageResult, status: str = "ok", reason: str | None = None) -> Page:

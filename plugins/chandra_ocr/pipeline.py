@@ -12,6 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from chandra_ocr import PIPELINE_VERSION
@@ -87,38 +88,86 @@ def plan(discovery: Discovery, options: IngestOptions, workers: PdfWorkers) -> l
     return plan_batches(docs, options.batch_pages)
 
 
-def compress_batch(batch: Batch, layout: KbLayout, options: IngestOptions) -> Batch:
-    """Pre-compress each document into its work folder (the original is never touched)."""
-    for doc in batch.docs:
-        if not options.pdf.compress:
-            doc.work_pdf, doc.compressed_bytes, doc.compress_method = doc.source, None, "none"
-            continue
-        result = compress_pdf(
-            Path(doc.source),
-            layout.compressed_pdf(doc.doc_id),
-            min_dpi=options.pdf.ocr_dpi,
-            timeout_s=options.pdf.compress_timeout_s,
-        )
-        doc.work_pdf = result.output
-        doc.compressed_bytes = result.bytes_after if result.kept else None
-        doc.compress_method = result.method if result.kept else "none"
+def compress_batch(
+    batch: Batch, layout: KbLayout, options: IngestOptions, workers: PdfWorkers | None = None
+) -> Batch:
+    """Pre-compress each document into its work folder (the original is never touched).
+
+    With ``workers``, each document is compressed in a worker process under a time limit.
+    """
+    pdf = options.pdf
+    args = [(Path(d.source), layout.compressed_pdf(d.doc_id)) for d in batch.docs]
+    kwargs = {
+        "min_dpi": pdf.ocr_dpi,
+        "timeout_s": pdf.compress_timeout_s,
+        "min_image_pixels": pdf.compress_min_image_pixels,
+    }
+    if not pdf.compress:
+        results = [None] * len(args)
+    elif workers is None:
+        results = [compress_pdf(src, dst, **kwargs) for src, dst in args]
+    else:
+        job = partial(compress_pdf, **kwargs)
+        futures = [workers.submit(job, src, dst, timeout=pdf.compress_timeout_s + 30) for src, dst in args]
+        results = [_result_or_none(f) for f in futures]
+    for doc, result in zip(batch.docs, results, strict=True):
+        kept = result is not None and result.kept
+        doc.work_pdf = result.output if kept else doc.source
+        doc.compressed_bytes = result.bytes_after if kept else None
+        doc.compress_method = result.method if kept else "none"
     return batch
 
 
-def assemble_batch(batch: Batch, layout: KbLayout, options: IngestOptions, run_id: str) -> Batch:
-    """Build each document from its checkpoints, chunk it, write its Parquet shards and exports."""
+def _result_or_none(future):
+    """A compression that failed or timed out just means: use the original."""
+    try:
+        return future.result()
+    except Exception as e:  # the original stays usable whatever went wrong with the copy
+        log.warning("compression skipped: %s", e)
+        return None
+
+
+def assemble_batch(
+    batch: Batch, layout: KbLayout, options: IngestOptions, run_id: str, workers: PdfWorkers | None = None
+) -> Batch:
+    """Build each document from its checkpoints, chunk it, write its Parquet shards and exports.
+
+    With ``workers``, documents are assembled in parallel in the worker processes.
+    """
     if batch.engine is None:
         raise StoreError(f"batch {batch.batch_id} has not been through the extract stage")
-    now = datetime.now(UTC)
-    for ref in batch.docs:
-        doc = assemble_document(ref, layout, options, batch.engine, batch.model)
-        chunks = chunk_document(doc, options.chunk) if doc.status != "quarantined" else []
-        write_shards(layout, doc.doc_id, document_rows(doc, chunks, run_id=run_id, now=now))
-        if doc.status != "quarantined":
-            write_text_atomic(layout.export(doc.doc_id, ".md"), document_markdown(doc))
-            write_text_atomic(layout.export(doc.doc_id, ".json"), document_json(doc))
-        ref.status = doc.status
+    args = [
+        (ref, layout, options, batch.engine, batch.model, run_id, datetime.now(UTC)) for ref in batch.docs
+    ]
+    if workers is None:
+        statuses = [assemble_and_write(*a) for a in args]
+    else:
+        timeout = options.pdf.doc_timeout_s
+        statuses = [
+            f.result() for f in [workers.submit(assemble_and_write, *a, timeout=timeout) for a in args]
+        ]
+    for ref, status in zip(batch.docs, statuses, strict=True):
+        ref.status = status
     return batch
+
+
+def assemble_and_write(
+    ref: DocRef,
+    layout: KbLayout,
+    options: IngestOptions,
+    engine: str,
+    model: str | None,
+    run_id: str,
+    now: datetime,
+) -> str:
+    """Assemble one document, write its shards and exports; returns its status."""
+    doc = assemble_document(ref, layout, options, engine, model)
+    chunks = chunk_document(doc, options.chunk) if doc.status != "quarantined" else []
+    write_shards(layout, doc.doc_id, document_rows(doc, chunks, run_id=run_id, now=now))
+    if doc.status != "quarantined":
+        write_text_atomic(layout.export(doc.doc_id, ".md"), document_markdown(doc))
+        write_text_atomic(layout.export(doc.doc_id, ".json"), document_json(doc))
+    return doc.status
 
 
 def assemble_document(
@@ -181,9 +230,9 @@ def run(
             engine.start()
         try:
             for batch in batches:
-                compress_batch(batch, layout, options)
+                compress_batch(batch, layout, options, workers)
                 extract_batch(batch, layout, options, engine, workers)
-                assemble_batch(batch, layout, options, run_id)
+                assemble_batch(batch, layout, options, run_id, workers)
         finally:
             if owns_engine:
                 engine.close()

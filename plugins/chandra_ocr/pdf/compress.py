@@ -42,14 +42,16 @@ class CompressResult:
 
 
 def compress_pdf(
-    src: Path, dst: Path, *, min_dpi: int, timeout_s: float, method: str = "auto"
+    src: Path, dst: Path, *, min_dpi: int, timeout_s: float, method: str = "auto", min_image_pixels: int = 0
 ) -> CompressResult:
     """Write a compressed copy of ``src`` to ``dst`` and keep it if smaller and equivalent.
 
     ``method``: "auto" (Ghostscript when ``gs`` is on PATH, else PyMuPDF), "ghostscript" or
     "pymupdf". ``timeout_s`` bounds Ghostscript (killed, original kept); the PyMuPDF path runs
     in-process (run it in a ``PdfWorkers`` task for a hard limit). ``src`` is never modified;
-    encrypted or unreadable input is returned as is, with a note.
+    encrypted or unreadable input is returned as is, with a note. Documents without a raster
+    image of at least ``min_image_pixels`` are left alone (their rewrite saves little and costs
+    a Ghostscript run per file; born-digital text needs no rendering).
     """
     src, dst = Path(src), Path(dst)
     if src.resolve() == dst.resolve():
@@ -58,6 +60,8 @@ def compress_pdf(
     reference = _fingerprint(src)
     if isinstance(reference, str):
         return CompressResult(str(src), "none", before, before, False, reference)
+    if min_image_pixels and not has_raster_images(src, min_image_pixels):
+        return CompressResult(str(src), "none", before, before, False, "no large raster images")
     gs = shutil.which("gs")
     if method == "auto":
         method = "ghostscript" if gs else "pymupdf"
@@ -83,6 +87,14 @@ def compress_pdf(
         return CompressResult(str(dst), method, before, after, True, note)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def has_raster_images(path: Path, min_pixels: int) -> bool:
+    """Whether any page uses an image of at least ``min_pixels`` (read from resources, nothing decoded)."""
+    with pymupdf.open(path) as doc:
+        return any(
+            img[2] * img[3] >= min_pixels for pno in range(doc.page_count) for img in doc.get_page_images(pno)
+        )
 
 
 def ghostscript_args(gs: str, src: Path, out: Path, min_dpi: int) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -14,33 +14,26 @@ from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.schema import apply_schema
 
 
-@lru_cache(maxsize=1)
-def _typed() -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB holding empty tables of the KB schema: it casts rows to the declared types."""
+@cache
+def arrow_schema(table: str) -> pa.Schema:
+    """The Arrow schema of ``table`` as DuckDB derives it from sql/001_schema.sql (one source of truth)."""
+    if table not in SHARD_TABLES:
+        raise ValueError(f"not a shard table: {table}")
     con = duckdb.connect(":memory:")
-    apply_schema(con)
-    return con
+    try:
+        apply_schema(con)
+        return con.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema
+    finally:
+        con.close()
 
 
 def to_arrow(table: str, rows: list[dict]) -> pa.Table:
-    """Rows → an Arrow table with exactly the columns and types of ``table`` in sql/001_schema.sql."""
-    if table not in SHARD_TABLES:
-        raise ValueError(f"not a shard table: {table}")
-    con = _typed().cursor()
-    empty = con.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table()
-    if not rows:
-        return empty
-    return _cast(con, table, pa.Table.from_pylist(rows))
-
-
-def _cast(con: duckdb.DuckDBPyConnection, table: str, incoming: pa.Table) -> pa.Table:
-    con.execute(f"CREATE OR REPLACE TEMP TABLE staged AS SELECT * FROM {table} LIMIT 0")
-    con.register("incoming_rows", incoming)
-    try:
-        con.execute("INSERT INTO staged BY NAME SELECT * FROM incoming_rows")
-    finally:
-        con.unregister("incoming_rows")
-    return con.sql("SELECT * FROM staged").to_arrow_table()
+    """Rows → an Arrow table with exactly the columns and types of ``table``; unknown keys raise."""
+    schema = arrow_schema(table)
+    extra = {k for row in rows[:1] for k in row} - set(schema.names)
+    if extra:
+        raise ValueError(f"columns not in the {table} schema: {sorted(extra)}")
+    return pa.Table.from_pylist(rows, schema=schema)
 
 
 def write_shards(layout: KbLayout, doc_id: str, rows: dict[str, list[dict]]) -> list[Path]:
