@@ -106,6 +106,7 @@ def test_api_key_never_logged(vllm_server, preset, rendered_pages, caplog):
     assert caplog.records and API_KEY not in logged and "sk-wrong-4b1d" not in logged
 
 
+@pytest.mark.timeout(60)
 def test_unreachable_server_fails_fast_at_start(preset):
     options = ServerOptions(base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=2, backoff_s=0.1)
     started = time.monotonic()
@@ -114,7 +115,8 @@ def test_unreachable_server_fails_fast_at_start(preset):
     assert time.monotonic() - started < 10
 
 
-def test_server_killed_mid_batch_raises_engine_error(vllm_server, preset, rendered_pages):
+@pytest.mark.timeout(400)  # server boot (when run alone) + the bounded failure; a hang fails here
+def test_server_killed_mid_batch_raises_engine_error(vllm_server, preset, rendered_pages, caplog):
     """The server dies after the first page: in-flight requests retry, then the run fails cleanly."""
     long = dataclasses.replace(preset, sampling=Sampling(max_tokens=512, temperatures=(0.0,), stop=()))
     engine = engine_for(vllm_server, long, max_in_flight=2, max_retries=2, backoff_s=0.2, timeout_s=20)
@@ -132,3 +134,7 @@ def test_server_killed_mid_batch_raises_engine_error(vllm_server, preset, render
     assert time.monotonic() - started < 120  # bounded by timeouts and retries: never a hang
     message = str(err.value)
     assert vllm_server.base_url in message and "after 3 tries" in message and API_KEY not in message
+    retries = [
+        r for r in caplog.records if r.name == "chandra_ocr.ocr.openai_engine" and "retry" in r.message
+    ]
+    assert len(retries) >= 2  # backed off and retried before giving up

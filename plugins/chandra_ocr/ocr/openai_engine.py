@@ -237,7 +237,7 @@ class OpenAIEngine:
             while not failure:
                 await slots.acquire()
                 req = None if failure else await loop.run_in_executor(None, next, it, None)
-                if req is None:
+                if req is None or failure:  # the input ended, or a page failed the run meanwhile
                     slots.release()
                     break
                 task = loop.create_task(self._page(req))
