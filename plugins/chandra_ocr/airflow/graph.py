@@ -1,0 +1,126 @@
+"""The one place that builds the DAGs: the ingestion graph (nightly and backfill DAGs) and the feed.
+
+preflight → discover → per batch (mapped task group): compress → ocr (GPU pool/queue) → assemble
+→ load (1-slot pool) → event on ``KB_ASSET``. Mapping is over batches, never pages.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG, Asset, Param, task_group
+
+from chandra_ocr.airflow.operators import (
+    AssembleOperator,
+    ChandraOcrOperator,
+    CompressOperator,
+    DiscoverOperator,
+    FeedExportOperator,
+    LoadOperator,
+    PreflightOperator,
+)
+from chandra_ocr.airflow.settings import DagSettings
+from chandra_ocr.config import ENGINE_KINDS
+
+# Updated by every load that changed the knowledge base; extra: kb, run_id, documents, pages, chunks.
+KB_ASSET = Asset(name="chandra_ocr_kb", group="chandra_ocr")
+START = datetime(2026, 1, 1)
+TAGS = ["chandra_ocr"]
+
+
+def run_params(*, backfill: bool) -> dict[str, Param]:
+    """The DAG-run Params; an empty value means: Variable ``chandra_ocr`` → environment → default."""
+    empty = "empty: Variable chandra_ocr, else ${env}, else {default}"
+    params = {
+        "source": Param(None, type=["null", "string"], title="Source folder or glob",
+                        description=empty.format(env="CHANDRA_OCR_SOURCE", default="./landing")),
+        "kb": Param(None, type=["null", "string"], title="Knowledge-base folder",
+                    description=empty.format(env="CHANDRA_OCR_KB", default="./kb")),
+        "engine": Param(None, type=["null", "string"], enum=[None, *ENGINE_KINDS],
+                        description=empty.format(env="CHANDRA_OCR_ENGINE", default="auto")),
+        "preset": Param(None, type=["null", "string"],
+                        description=empty.format(env="CHANDRA_OCR_PRESET", default="chandra2")),
+        "batch_pages": Param(None, type=["null", "integer"], minimum=1, title="Pages per mapped batch",
+                             description=empty.format(env="CHANDRA_OCR_BATCH_PAGES", default=200)),
+    }  # fmt: skip
+    if backfill:
+        params |= {
+            "modified_since": Param(None, type=["null", "string"],
+                                    description="only files modified at or after this ISO date/time (UTC)"),
+            "modified_until": Param(None, type=["null", "string"],
+                                    description="only files modified before this ISO date/time (UTC)"),
+            "max_documents": Param(None, type=["null", "integer"], minimum=1,
+                                   description="stop after this many new documents"),
+            "reprocess": Param(False, type="boolean",
+                               description="redo documents ingested under an older pipeline version"),
+        }  # fmt: skip
+    return params
+
+
+def ingest_dag(dag_id: str, settings: DagSettings, *, backfill: bool, doc_md: str | None = None) -> DAG:
+    """The ingestion DAG: scheduled by ``settings.schedule``, or manual (``schedule=None``) for a backfill."""
+    with DAG(
+        dag_id=dag_id,
+        schedule=None if backfill else settings.schedule,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        params=run_params(backfill=backfill),
+        default_args=_default_args(settings),
+        tags=TAGS,
+        doc_md=doc_md,
+    ) as dag:
+        _ingest_tasks(settings)
+    return dag
+
+
+def feed_dag(dag_id: str, settings: DagSettings, *, doc_md: str | None = None) -> DAG:
+    """The vector-feed DAG: runs after every knowledge-base update and exports what changed."""
+    with DAG(
+        dag_id=dag_id,
+        schedule=[KB_ASSET],
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        params=run_params(backfill=False),
+        default_args=_default_args(settings),
+        tags=TAGS,
+        doc_md=doc_md,
+    ) as dag:
+        config = PreflightOperator(task_id="preflight", pools=[settings.loader_pool])
+        FeedExportOperator(task_id="export", config=config.output, pool=settings.loader_pool)
+    return dag
+
+
+def _default_args(settings: DagSettings) -> dict[str, Any]:
+    return {
+        "retries": settings.retries,
+        "retry_delay": timedelta(seconds=settings.retry_delay_s),
+        "retry_exponential_backoff": 2.0,
+    }
+
+
+def _ingest_tasks(settings: DagSettings) -> None:
+    config = PreflightOperator(task_id="preflight", pools=[settings.gpu_pool, settings.loader_pool]).output
+    batches = DiscoverOperator(task_id="discover", config=config).output
+
+    @task_group(group_id="batch")
+    def per_batch(batch: dict[str, Any]) -> Any:
+        compressed = CompressOperator(task_id="compress", config=config, batch=batch)
+        read = ChandraOcrOperator(
+            task_id="ocr",
+            config=config,
+            batch=compressed.output,
+            pool=settings.gpu_pool,
+            queue=settings.gpu_queue,
+            retries=settings.retries,
+            retry_delay=timedelta(seconds=settings.retry_delay_s),
+            execution_timeout=timedelta(minutes=settings.ocr_timeout_min),
+        )
+        return AssembleOperator(task_id="assemble", config=config, batch=read.output).output
+
+    assembled = per_batch.expand(batch=batches)
+    LoadOperator(
+        task_id="load", config=config, batches=assembled, kb_asset=KB_ASSET, pool=settings.loader_pool
+    )

@@ -1,0 +1,279 @@
+"""Operators, one per pipeline stage: each stores its arguments and calls the library in ``execute``.
+
+Between tasks travel only small manifests (``RunConfig`` and ``Batch`` dicts), never text.
+Templated parameters are marked *(templated)*; an XCom reference (``task.output``) fits there too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import Asset, BaseOperator, Context, Variable
+
+from chandra_ocr.airflow.hooks import VllmHook
+from chandra_ocr.airflow.settings import POOLS_VARIABLE, VARIABLE, RunConfig, resolve_run_config
+from chandra_ocr.errors import ConfigError
+from chandra_ocr.extract import extract_batch
+from chandra_ocr.feed import export_changes
+from chandra_ocr.manifest import Batch
+from chandra_ocr.ocr.base import OcrEngine
+from chandra_ocr.ocr.registry import build_engine, resolve_kind
+from chandra_ocr.pdf.workers import PdfWorkers
+from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan
+from chandra_ocr.store.duckdb_store import RunRecord, load_documents
+
+log = logging.getLogger(__name__)
+
+
+class PreflightOperator(BaseOperator):
+    """Checks that the setup command created ``pools`` and resolves the run's settings → ``RunConfig`` dict.
+
+    Tasks cannot read pools in Airflow 3 (no database access, and the Task SDK's API has no pool
+    endpoint), so the setup command records the pools it created in the Variable
+    ``chandra_ocr_pools``, which this task reads; without it a task in a missing pool would wait
+    in ``scheduled`` forever.
+    """
+
+    ui_color = "#e8f4fd"
+
+    def __init__(self, *, pools: Sequence[str], **kwargs: Any) -> None:
+        kwargs.setdefault("retries", 0)
+        super().__init__(**kwargs)
+        self.pools = list(pools)
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        ready = Variable.get(POOLS_VARIABLE, default=None, deserialize_json=True) or {}
+        missing = [p for p in self.pools if p not in ready]
+        if missing:
+            raise ConfigError(
+                f"Airflow pool(s) {missing} are not set up: run `python -m chandra_ocr.airflow.setup` "
+                f"(or scripts/airflow-setup.sh), which creates them and records them in Variable "
+                f"{POOLS_VARIABLE!r}"
+            )
+        variable = Variable.get(VARIABLE, default=None, deserialize_json=True)
+        config = resolve_run_config(context["params"], variable, os.environ)
+        log.info(
+            "run settings: source=%s kb=%s engine=%s", config.source, config.kb, config.options["engine"]
+        )
+        return config.to_dict()
+
+
+class _ConfiguredOperator(BaseOperator):
+    """An operator that works from the run's ``config`` (the preflight task's output)."""
+
+    template_fields: Sequence[str] = ("config",)
+
+    def __init__(self, *, config: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.config = config
+
+    @property
+    def run_config(self) -> RunConfig:
+        return RunConfig.from_dict(self.config)
+
+
+class DiscoverOperator(_ConfiguredOperator):
+    """Finds new PDFs in the run's source and plans them into batches → list of ``Batch`` dicts.
+
+    :param config: the run's ``RunConfig`` dict (templated)
+    """
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        cfg = self.run_config
+        options = cfg.ingest_options()
+        discovery = discover_new(cfg.source, cfg.layout(), options, **cfg.filters())
+        with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
+            batches = plan(discovery, options, workers)
+        log.info(
+            "%d new PDF(s) in %d batch(es); %d known, %d duplicate, %d still being written, %d refused",
+            len(discovery.new), len(batches), len(discovery.known), len(discovery.duplicates),
+            len(discovery.recent), len(discovery.refused),
+        )  # fmt: skip
+        for path, reason in discovery.refused:
+            log.warning("refused %s: %s", path, reason)
+        return [b.to_dict() for b in batches]
+
+
+class _BatchOperator(_ConfiguredOperator):
+    """A stage that takes one batch manifest and returns it updated."""
+
+    template_fields: Sequence[str] = ("config", "batch")
+
+    def __init__(self, *, batch: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.batch = batch
+
+
+class CompressOperator(_BatchOperator):
+    """Pre-compresses each document of one batch into its work folder → the ``Batch`` dict.
+
+    :param config: the run's ``RunConfig`` dict (templated)
+    :param batch: one ``Batch`` dict (templated)
+    """
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        cfg = self.run_config
+        return compress_batch(Batch.from_dict(self.batch), cfg.layout(), cfg.ingest_options()).to_dict()
+
+
+class ChandraOcrOperator(_BatchOperator):
+    """Reads every page of one batch with the OCR engine (the extract stage) → the ``Batch`` dict.
+
+    Pages are checkpointed as they are read, so a retry resumes where the last try stopped.
+
+    :param config: the run's ``RunConfig`` dict (templated)
+    :param batch: one ``Batch`` dict (templated)
+    :param engine: ``auto`` | ``text`` | ``cpu`` | ``vllm`` | ``openai``; default: the run's (templated)
+    :param preset: model preset of the vllm/openai engines; default: the run's (templated)
+    :param vllm_conn_id: ``vllm`` connection of the openai engine; default: the run's (templated)
+    """
+
+    template_fields: Sequence[str] = ("config", "batch", "engine", "preset", "vllm_conn_id")
+    ui_color = "#76b900"
+
+    def __init__(
+        self,
+        *,
+        engine: str | None = None,
+        preset: str | None = None,
+        vllm_conn_id: str | None = None,
+        pool: str = "chandra_ocr_gpu",
+        queue: str = "gpu",
+        retries: int = 2,
+        retry_delay: timedelta = timedelta(minutes=2),
+        retry_exponential_backoff: float = 2.0,
+        execution_timeout: timedelta = timedelta(hours=6),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            pool=pool, queue=queue, retries=retries, retry_delay=retry_delay,
+            retry_exponential_backoff=retry_exponential_backoff, execution_timeout=execution_timeout,
+            **kwargs,
+        )  # fmt: skip
+        self.engine = engine
+        self.preset = preset
+        self.vllm_conn_id = vllm_conn_id
+
+    @cached_property
+    def hook(self) -> VllmHook:
+        return VllmHook(self.vllm_conn_id or self.run_config.vllm_conn_id)
+
+    @cached_property
+    def ocr_engine(self) -> OcrEngine:
+        """The engine, built on first use (the vllm kind loads the model only in ``start``)."""
+        options = self.run_config.ingest_options()
+        kind = resolve_kind(self.engine or options.engine)
+        preset = self.preset or options.preset
+        engine_options = dict(options.engine_options)
+        if kind == "openai":
+            server = self.hook.server_options(**engine_options)
+            return build_engine(kind, preset, dataclasses.asdict(server))
+        return build_engine(kind, preset, engine_options)
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        cfg = self.run_config
+        options = cfg.ingest_options()
+        batch = Batch.from_dict(self.batch)
+        self.ocr_engine.start()
+        try:
+            with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
+                extract_batch(batch, cfg.layout(), options, self.ocr_engine, workers)
+            log.info(
+                "batch %s: %s; engine metrics %s", batch.batch_id, batch.counts, self.ocr_engine.metrics()
+            )
+        finally:
+            self.ocr_engine.close()
+        return batch.to_dict()
+
+    def on_kill(self) -> None:
+        if "ocr_engine" in self.__dict__:
+            self.ocr_engine.close()
+
+
+class AssembleOperator(_BatchOperator):
+    """Builds, chunks and writes the Parquet shards of one batch's documents → the ``Batch`` dict.
+
+    :param config: the run's ``RunConfig`` dict (templated)
+    :param batch: one ``Batch`` dict, after the OCR stage (templated)
+    """
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        cfg = self.run_config
+        batch = Batch.from_dict(self.batch)
+        return assemble_batch(batch, cfg.layout(), cfg.ingest_options(), run_id=context["run_id"]).to_dict()
+
+
+class LoadOperator(_ConfiguredOperator):
+    """Loads all batches' shards into DuckDB in one transaction and records the run → a summary dict.
+
+    The summary (``kb``, ``run_id``, ``documents`` by status, ``pages``, ``chunks``) also becomes
+    the ``extra`` of the event of ``kb_asset``, which is added to the task's outlets.
+
+    :param config: the run's ``RunConfig`` dict (templated)
+    :param batches: the assembled ``Batch`` dicts (templated)
+    :param kb_asset: the knowledge base's asset
+    """
+
+    template_fields: Sequence[str] = ("config", "batches")
+
+    def __init__(self, *, batches: Sequence[dict[str, Any]], kb_asset: Asset, **kwargs: Any) -> None:
+        kwargs.setdefault("pool", "chandra_ocr_loader")
+        kwargs["outlets"] = [*kwargs.get("outlets", []), kb_asset]
+        super().__init__(**kwargs)
+        self.batches = batches
+        self.kb_asset = kb_asset
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        cfg = self.run_config
+        # Airflow 3.3 resolves the output of a mapped task group with one instance to that instance's
+        # value rather than a one-element list (xcom_pull's single-value rule).
+        values = [self.batches] if isinstance(self.batches, dict) else list(self.batches)
+        batches = [Batch.from_dict(b) for b in values]
+        docs = [d for b in batches for d in b.docs]
+        started = context["dag_run"].start_date or datetime.now(UTC)
+        metrics = {"batches": len(batches), "engines": sorted({b.engine or "-" for b in batches})}
+        record = RunRecord(context["run_id"], started, datetime.now(UTC), len(docs),
+                           sum(d.n_pages for d in docs), metrics)  # fmt: skip
+        loaded = load_documents(cfg.layout(), [d.doc_id for d in docs], record)
+        statuses: dict[str, int] = {}
+        for doc in docs:
+            statuses[doc.status or "unknown"] = statuses.get(doc.status or "unknown", 0) + 1
+        summary = {"kb": cfg.kb, "run_id": context["run_id"], "documents": statuses,
+                   "pages": loaded["pages"], "chunks": loaded["chunks"]}  # fmt: skip
+        context["outlet_events"][self.kb_asset].extra = summary
+        return summary
+
+
+class FeedExportOperator(_ConfiguredOperator):
+    """Exports the chunks changed since the last export to the KB's outbox → list of export dicts.
+
+    The knowledge bases are those named by the triggering asset events (``extra["kb"]``), else the
+    run's. An empty export writes no file.
+
+    :param config: the run's ``RunConfig`` dict (templated)
+    :param feed: the feed's name: its watermark and outbox file prefix (templated)
+    """
+
+    template_fields: Sequence[str] = ("config", "feed")
+
+    def __init__(self, *, feed: str = "vector", **kwargs: Any) -> None:
+        kwargs.setdefault("pool", "chandra_ocr_loader")
+        super().__init__(**kwargs)
+        self.feed = feed
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        events = context.get("triggering_asset_events") or {}
+        kbs = sorted({e.extra["kb"] for evs in events.values() for e in evs if e.extra.get("kb")})
+        out = []
+        for kb in kbs or [self.run_config.kb]:
+            layout = RunConfig.from_dict(self.config | {"kb": kb}).layout()
+            result = export_changes(layout, self.feed)
+            out.append({"kb": kb, "export_no": result.export_no, "path": str(result.path or ""),
+                        "upserts": result.upserts, "deletes": result.deletes})  # fmt: skip
+        return out

@@ -1,0 +1,204 @@
+"""Every setting of the DAGs in one place, with the environment variable that gives its default.
+
+Two kinds: *DAG settings* shape the DAG itself (schedule, pools, queue, retries) and are read
+from the environment when the DAG file is parsed; *run settings* (source, KB, engine, …) are
+resolved once per run, by the ``preflight`` task, in this order: the run's Param (when not
+empty) → the JSON Airflow Variable ``chandra_ocr`` → the environment variable → the default.
+This module does not import Airflow; the tasks pass in the Params, the Variable and the environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from chandra_ocr.config import IngestOptions
+from chandra_ocr.errors import ConfigError
+from chandra_ocr.store.layout import KbLayout
+
+VARIABLE = "chandra_ocr"  # JSON Variable with run settings (keys as in RUN_ENV)
+POOLS_VARIABLE = "chandra_ocr_pools"  # written by the setup command: {pool name: slots}
+
+# Run settings: name → environment variable. "options" is JSON with further IngestOptions keys
+# (pdf, chunk, engine_options, failed_page_budget, ...).
+RUN_ENV = {
+    "source": "CHANDRA_OCR_SOURCE",
+    "kb": "CHANDRA_OCR_KB",
+    "engine": "CHANDRA_OCR_ENGINE",
+    "preset": "CHANDRA_OCR_PRESET",
+    "batch_pages": "CHANDRA_OCR_BATCH_PAGES",
+    "settle_seconds": "CHANDRA_OCR_SETTLE_SECONDS",
+    "vllm_conn_id": "CHANDRA_OCR_VLLM_CONN_ID",
+    "options": "CHANDRA_OCR_OPTIONS",
+}
+RUN_DEFAULTS: dict[str, Any] = {
+    "source": "./landing",
+    "kb": "./kb",
+    "engine": "auto",
+    "preset": "chandra2",
+    "batch_pages": 200,
+    "settle_seconds": 30.0,
+    "vllm_conn_id": "vllm_default",
+    "options": {},
+}
+
+
+@dataclass(frozen=True)
+class DagSettings:
+    """What the DAG files are built from (read at parse time; each field has a CHANDRA_OCR_* variable)."""
+
+    schedule: str | None = "@daily"  # CHANDRA_OCR_SCHEDULE; "none" → only manual runs
+    gpu_pool: str = "chandra_ocr_gpu"  # CHANDRA_OCR_GPU_POOL
+    gpu_slots: int = 1  # CHANDRA_OCR_GPU_SLOTS: slots the setup command gives the GPU pool (= GPUs)
+    loader_pool: str = "chandra_ocr_loader"  # CHANDRA_OCR_LOADER_POOL (1 slot: one DuckDB writer)
+    gpu_queue: str = "gpu"  # CHANDRA_OCR_GPU_QUEUE: Celery/Edge queue of the GPU workers
+    retries: int = 2  # CHANDRA_OCR_RETRIES: for the OCR and I/O tasks
+    retry_delay_s: float = 120.0  # CHANDRA_OCR_RETRY_DELAY_S: first delay, doubled per retry
+    ocr_timeout_min: float = 360.0  # CHANDRA_OCR_OCR_TIMEOUT_MIN: one batch's OCR task
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> DagSettings:
+        """Defaults overridden by ``CHANDRA_OCR_<FIELD>`` variables (values converted to the field's type)."""
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = environ.get(f"CHANDRA_OCR_{f.name.upper()}")
+            if raw is None or raw == "":
+                continue
+            if f.name == "schedule":
+                values[f.name] = None if raw.lower() in ("none", "null") else raw
+            else:
+                values[f.name] = _convert(f.name, raw, type(f.default))
+        return cls(**values)
+
+    def pools(self) -> dict[str, int]:
+        """Pool name → slots, as the setup command creates them."""
+        return {self.gpu_pool: self.gpu_slots, self.loader_pool: 1}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The resolved settings of one DAG run; travels between tasks as a small dict (XCom)."""
+
+    source: str
+    kb: str
+    vllm_conn_id: str
+    options: dict[str, Any] = field(default_factory=dict)  # IngestOptions.to_dict()
+    modified_since: str | None = None
+    modified_until: str | None = None
+    max_documents: int | None = None
+
+    def ingest_options(self) -> IngestOptions:
+        return IngestOptions.from_dict(self.options)
+
+    def layout(self) -> KbLayout:
+        return KbLayout(Path(self.kb))
+
+    def filters(self) -> dict[str, Any]:
+        """Keyword filters for ``pipeline.discover_new`` (only those that are set)."""
+        out: dict[str, Any] = {}
+        if self.max_documents is not None:
+            out["limit"] = self.max_documents
+        if self.modified_since:
+            out["modified_since"] = datetime.fromisoformat(self.modified_since)
+        if self.modified_until:
+            out["modified_until"] = datetime.fromisoformat(self.modified_until)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> RunConfig:
+        return cls(**values)
+
+
+def resolve_run_config(
+    params: Mapping[str, Any], variable: Mapping[str, Any] | None, environ: Mapping[str, str]
+) -> RunConfig:
+    """Resolve one run's settings (Param → Variable → environment → default); raises ConfigError."""
+    variable = dict(variable or {})
+    unknown = sorted(set(variable) - set(RUN_ENV))
+    if unknown:
+        raise ConfigError(f"unknown key(s) in Variable {VARIABLE!r}: {unknown}; known: {sorted(RUN_ENV)}")
+    value: dict[str, Any] = {}
+    for name, env in RUN_ENV.items():
+        if params.get(name) not in (None, ""):
+            value[name] = params[name]
+        elif name in variable:
+            value[name] = variable[name]
+        elif environ.get(env):
+            value[name] = _convert(env, environ[env], type(RUN_DEFAULTS[name]))
+        else:
+            value[name] = RUN_DEFAULTS[name]
+    options = _ingest_options(value, bool(params.get("reprocess")))
+    return RunConfig(
+        source=_absolute(value["source"]),
+        kb=_absolute(value["kb"]),
+        vllm_conn_id=str(value["vllm_conn_id"]),
+        options=options.to_dict(),
+        modified_since=_iso(params.get("modified_since"), "modified_since"),
+        modified_until=_iso(params.get("modified_until"), "modified_until"),
+        max_documents=_positive(params.get("max_documents"), "max_documents"),
+    )
+
+
+def _ingest_options(value: Mapping[str, Any], reprocess: bool) -> IngestOptions:
+    extra = value["options"]
+    if not isinstance(extra, Mapping):
+        raise ConfigError(f"options must be a JSON object, got {extra!r}")
+    extra = dict(extra)
+    pdf = dict(extra.pop("pdf", {}))
+    pdf.setdefault("settle_seconds", float(value["settle_seconds"]))
+    return IngestOptions.from_dict(
+        extra
+        | {
+            "engine": value["engine"],
+            "preset": value["preset"],
+            "batch_pages": int(value["batch_pages"]),
+            "reprocess": reprocess or bool(extra.get("reprocess", False)),
+            "pdf": pdf,
+        }
+    )
+
+
+def _convert(name: str, raw: str, kind: type) -> Any:
+    try:
+        if kind is bool:
+            return raw.strip().lower() in ("1", "true", "yes", "on")
+        if kind in (int, float):
+            return kind(raw)
+        if kind is dict:
+            return json.loads(raw)
+        return raw
+    except (ValueError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}: {e}") from e
+
+
+def _absolute(path: str) -> str:
+    """Folder paths are resolved once, so every task of a run (whatever its working directory) agrees."""
+    text = str(path)
+    if any(c in text for c in "*?["):  # a glob: keep it, anchored like a path
+        return text if Path(text).is_absolute() else str(Path.cwd() / text)
+    return str(Path(text).expanduser().resolve())
+
+
+def _iso(value: Any, name: str) -> str | None:
+    if value in (None, ""):
+        return None
+    try:
+        return datetime.fromisoformat(str(value)).isoformat()
+    except ValueError as e:
+        raise ConfigError(f"{name} must be an ISO date or date-time, got {value!r}") from e
+
+
+def _positive(value: Any, name: str) -> int | None:
+    if value in (None, ""):
+        return None
+    if int(value) < 1:
+        raise ConfigError(f"{name} must be ≥ 1, got {value!r}")
+    return int(value)
