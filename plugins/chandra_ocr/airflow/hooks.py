@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 from airflow.sdk import BaseHook
 
+from chandra_ocr.airflow.provider import VLLM_CONNECTION
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.openai_engine import ServerOptions
 
@@ -38,23 +39,19 @@ class VllmHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Connection form: no login; the password is the API key and the schema the served model."""
-        return {
-            "hidden_fields": ["login"],
-            "relabeling": {"password": "API key", "schema": "Model"},
-            "placeholders": {
-                "host": "vllm.internal",
-                "port": "8000",
-                "schema": "datalab-to/chandra (or extra 'model')",
-                "password": "the server's --api-key, if any",
-                "extra": json.dumps({"https": False, "max_in_flight": 64, "timeout_s": 600}),
-            },
-        }
+        """The connection form (for Airflow < 3.2; newer versions read it from the provider info)."""
+        form = VLLM_CONNECTION["ui-field-behaviour"]
+        return {"hidden_fields": form["hidden-fields"], "relabeling": form["relabeling"],
+                "placeholders": form["placeholders"]}  # fmt: skip
 
     def server_options(self, **overrides: Any) -> ServerOptions:
         """The connection as ``ServerOptions`` (``overrides`` win); raises ConfigError for bad extras."""
         conn = self.get_connection(self.vllm_conn_id)
-        extra = {k: v if k == "model" else _plain(v) for k, v in (conn.extra_dejson or {}).items()}
+        extra = {}
+        for key, value in (conn.extra_dejson or {}).items():
+            key = key.removeprefix("extra__vllm__")  # the form's field names
+            if value not in (None, ""):
+                extra[key] = value if key == "model" else _plain(value)
         if not conn.host:
             raise ConfigError(f"connection {self.vllm_conn_id!r} has no host")
         scheme = "https" if _truthy(extra.get("https", False)) else "http"

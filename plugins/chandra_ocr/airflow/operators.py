@@ -236,7 +236,7 @@ class LoadOperator(_ConfiguredOperator):
         values = [self.batches] if isinstance(self.batches, dict) else list(self.batches)
         batches = [Batch.from_dict(b) for b in values]
         docs = [d for b in batches for d in b.docs]
-        started = context["dag_run"].start_date or datetime.now(UTC)
+        started = datetime.fromisoformat(cfg.started_at) if cfg.started_at else datetime.now(UTC)
         metrics = {"batches": len(batches), "engines": sorted({b.engine or "-" for b in batches})}
         record = RunRecord(context["run_id"], started, datetime.now(UTC), len(docs),
                            sum(d.n_pages for d in docs), metrics)  # fmt: skip

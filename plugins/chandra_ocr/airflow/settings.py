@@ -13,7 +13,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,7 @@ class RunConfig:
     modified_since: str | None = None
     modified_until: str | None = None
     max_documents: int | None = None
+    started_at: str | None = None  # when the run's preflight resolved these settings (ISO)
 
     def ingest_options(self) -> IngestOptions:
         return IngestOptions.from_dict(self.options)
@@ -104,9 +105,9 @@ class RunConfig:
         if self.max_documents is not None:
             out["limit"] = self.max_documents
         if self.modified_since:
-            out["modified_since"] = datetime.fromisoformat(self.modified_since)
+            out["modified_since"] = _epoch(self.modified_since)
         if self.modified_until:
-            out["modified_until"] = datetime.fromisoformat(self.modified_until)
+            out["modified_until"] = _epoch(self.modified_until)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,6 +145,7 @@ def resolve_run_config(
         modified_since=_iso(params.get("modified_since"), "modified_since"),
         modified_until=_iso(params.get("modified_until"), "modified_until"),
         max_documents=_positive(params.get("max_documents"), "max_documents"),
+        started_at=datetime.now(UTC).isoformat(),
     )
 
 
@@ -185,6 +187,12 @@ def _absolute(path: str) -> str:
     if any(c in text for c in "*?["):  # a glob: keep it, anchored like a path
         return text if Path(text).is_absolute() else str(Path.cwd() / text)
     return str(Path(text).expanduser().resolve())
+
+
+def _epoch(iso: str) -> float:
+    """Seconds since the epoch of an ISO date/time; one without an offset is UTC."""
+    moment = datetime.fromisoformat(iso)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _iso(value: Any, name: str) -> str | None:
