@@ -153,6 +153,7 @@ def triage_and_checkpoint(
                 route_reason=pt.reason,
                 finish_reason="stop",
                 blocks=blocks,
+                tables=triage.tables.get(pt.page_no, []),
             )
             checkpoints.write_page(layout, doc_id, page, key)
     return {

@@ -10,8 +10,9 @@ from typing import Literal
 import pymupdf
 
 from chandra_ocr.config import PdfOptions
-from chandra_ocr.document import Block
+from chandra_ocr.document import Block, Table
 from chandra_ocr.errors import BadDocumentError, ConfigError
+from chandra_ocr.pdf.native_tables import native_tables, with_table_blocks
 from chandra_ocr.pdf.text_layer import TextStats, largest_image_share, read_page
 
 log = logging.getLogger(__name__)
@@ -34,11 +35,12 @@ class PageTriage:
 
 @dataclass
 class DocumentTriage:
-    """Routes for all pages of a document, with the text-layer blocks of the text-route pages."""
+    """Routes for all pages of a document, with the text-layer blocks and ruled tables of text-route pages."""
 
     n_pages: int
     pages: list[PageTriage] = field(default_factory=list)
     text_blocks: dict[int, list[Block]] = field(default_factory=dict)  # page_no → blocks
+    tables: dict[int, list[Table]] = field(default_factory=dict)  # page_no → native tables
 
 
 def triage_document(
@@ -51,9 +53,11 @@ def triage_document(
     """Open ``pdf_path`` and route each page ("text" when its text layer is usable, else "ocr").
 
     ``force_route`` ("text" or "ocr") puts every page on that route; text blocks are still
-    extracted for forced-text pages. Raises ``BadDocumentError`` (message = quarantine reason)
-    for a missing, empty, non-PDF, unreadable, page-less or locked document. A page that fails
-    to extract goes to OCR with the error as its reason.
+    extracted for forced-text pages. Ruled tables of text-route pages become ``Table``s whose
+    text blocks are replaced by one ``table`` block each (``pdf/native_tables.py``). Raises
+    ``BadDocumentError`` (message = quarantine reason) for a missing, empty, non-PDF, unreadable,
+    page-less or locked document. A page that fails to extract goes to OCR with the error as
+    its reason.
     """
     if force_route not in (None, "text", "ocr"):
         raise ConfigError(f"force_route must be 'text', 'ocr' or None, got {force_route!r}")
@@ -63,7 +67,10 @@ def triage_document(
             page, blocks = _triage_page(doc, index, options, force_route)
             result.pages.append(page)
             if blocks is not None and page.route == "text":
+                blocks, tables = _with_tables(doc, index, blocks)
                 result.text_blocks[page.page_no] = blocks
+                if tables:
+                    result.tables[page.page_no] = tables
     n_ocr = sum(p.route == "ocr" for p in result.pages)
     log.debug("triaged %s: %d pages, %d to OCR", pdf_path, result.n_pages, n_ocr)
     return result
@@ -135,6 +142,15 @@ def _triage_page(
         route, reason = "text", "forced"
     n_chars = extracted.stats.n_chars
     return PageTriage(page_no, width, height, rotation, route, reason, n_chars), extracted.blocks
+
+
+def _with_tables(doc: pymupdf.Document, index: int, blocks: list[Block]) -> tuple[list[Block], list[Table]]:
+    """The page's ruled tables and its blocks with table blocks in place; a failure keeps the text."""
+    try:
+        return with_table_blocks(blocks, native_tables(doc.load_page(index)))
+    except Exception as e:  # MuPDF or table-finder errors on odd drawings must not cost the page
+        log.warning("page %d table detection failed: %s", index + 1, e)
+        return blocks, []
 
 
 def _route(page: pymupdf.Page, stats: TextStats, options: PdfOptions) -> tuple[Literal["text", "ocr"], str]:

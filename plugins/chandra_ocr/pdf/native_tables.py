@@ -1,0 +1,257 @@
+"""Ruled tables of born-digital pages (PyMuPDF ``find_tables``) → ``Table``s; table blocks replace their text.
+
+Only tables drawn with lines are detected (the "lines" strategy): whitespace-aligned text is
+too often prose in columns to be called a table without a layout model, so it stays text.
+
+- A page is only searched when its vector graphics hold at least two horizontal and two
+  vertical rules (a cheap pass over the drawing list); pages with more than ``MAX_PATH_ITEMS``
+  drawing items (charts, maps) are not searched.
+- Frames are not tables: a table whose area holds another table is dropped, and a table with
+  one cell covering most of it (a frame around a ruled table) is replaced by the tables found
+  inside that cell.
+- Merged cells keep their spans: a cell's ``rowspan``/``colspan`` are the grid rows and columns
+  its rectangle covers. The grid becomes HTML and goes through ``parse.tables.table_from_html``,
+  so header rules and limits are the same as for model output; ``source`` is "native".
+- Bboxes are in points of the displayed page (rotation applied), like every block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import logging
+import re
+
+import pymupdf
+
+from chandra_ocr.document import BBoxPt, Block, Table
+from chandra_ocr.errors import ParseError
+from chandra_ocr.parse.html_text import html_to_text
+from chandra_ocr.parse.tables import table_from_html
+
+log = logging.getLogger(__name__)
+
+MAX_PATH_ITEMS = 20_000  # more drawing items than this: a chart or map, not searched for tables
+MIN_RULE_PT = 5.0  # shorter strokes are not rules
+FRAME_SHARE = 0.5  # one cell covering more than this share of its table: a frame around other content
+INSIDE_SHARE = 0.6  # a text block with this share of its area inside a table is part of the table
+_CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[\dIVXLC]+\b", re.IGNORECASE)
+_TOL = 1.0  # points: cell edges this close to a grid line are on it
+
+
+def native_tables(page: pymupdf.Page) -> list[Table]:
+    """The ruled tables of ``page`` in reading order (top to bottom), numbered from 1; [] when none."""
+    if not _has_rules(page):
+        return []
+    found = [(t, texts) for t in _tables_in(page, None) if _usable(t, texts := _texts(t))]
+    tables = []
+    for t, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
+        try:
+            tables.append(_to_table(t, texts[:n_rows], page, len(tables) + 1))
+        except ParseError:
+            continue  # no cell text at all
+    return tables
+
+
+def with_table_blocks(blocks: list[Block], tables: list[Table]) -> tuple[list[Block], list[Table]]:
+    """Replace the text blocks inside each table by one ``table`` block; find table captions.
+
+    A table block takes the place (in reading order) of the first text block it swallows and
+    carries the table's text (rows on lines, cells joined by " | ") and HTML. A block directly
+    before (preferred) or after the table that starts like "Table 3" becomes its ``caption``.
+    Blocks are renumbered; the tables come back with their captions set.
+    """
+    if not tables:
+        return blocks, tables
+    out: list[Block] = list(blocks)
+    for table in tables:
+        out = _insert_table_block(out, table)
+    out, tables = _captions(out, tables)
+    order = {b.bbox: n for n, b in enumerate(b for b in out if b.label == "table")}
+    tables = sorted(tables, key=lambda t: order.get(t.bbox, len(order)))
+    tables = [dataclasses.replace(t, table_no=n) for n, t in enumerate(tables, start=1)]
+    return [dataclasses.replace(b, block_no=i) for i, b in enumerate(out)], tables
+
+
+def _has_rules(page: pymupdf.Page) -> bool:
+    """Whether the page draws ≥ 2 horizontal and ≥ 2 vertical rules (rectangles count as both)."""
+    h = v = n = 0
+    for path in page.get_cdrawings():
+        for item in path["items"]:
+            n += 1
+            if n > MAX_PATH_ITEMS:
+                log.debug("page %d: %d+ drawing items, not searched for tables", page.number + 1, n)
+                return False
+            dh, dv = _rule_counts(item)
+            h, v = h + dh, v + dv
+            if h >= 2 and v >= 2:
+                return True
+    return False
+
+
+def _rule_counts(item: tuple) -> tuple[int, int]:
+    """(horizontal, vertical) rules one drawing item contributes."""
+    kind = item[0]
+    if kind == "l":
+        (x0, y0), (x1, y1) = item[1], item[2]
+        width, height = abs(x1 - x0), abs(y1 - y0)
+        return int(height < 1 and width > MIN_RULE_PT), int(width < 1 and height > MIN_RULE_PT)
+    if kind in ("re", "qu"):
+        rect = pymupdf.Rect(item[1]) if kind == "re" else pymupdf.Quad(item[1]).rect
+        if rect.width > MIN_RULE_PT and rect.height > MIN_RULE_PT:
+            return 2, 2
+        return int(rect.width > MIN_RULE_PT), int(rect.height > MIN_RULE_PT)
+    return 0, 0
+
+
+def _tables_in(page: pymupdf.Page, clip: pymupdf.Rect | None, depth: int = 0) -> list:
+    """PyMuPDF tables of ``page`` (within ``clip``), frames replaced by the tables inside them."""
+    found = page.find_tables(clip=clip).tables
+    out = []
+    for t in found:
+        frame = _frame_cell(t)
+        inner = _tables_in(page, frame, depth + 1) if frame is not None and depth < 2 else []
+        out.extend(inner or [t])
+    return out
+
+
+def _frame_cell(t) -> pymupdf.Rect | None:
+    """The one cell covering most of table ``t`` (a frame around other content), else None."""
+    area = abs(pymupdf.Rect(t.bbox))
+    for cell in t.cells:
+        if cell is not None and area and abs(pymupdf.Rect(cell)) > FRAME_SHARE * area:
+            return pymupdf.Rect(cell)
+    return None
+
+
+def _texts(t) -> list[list[str]]:
+    """Each grid position's text, whitespace collapsed ("" where a merged cell covers it)."""
+    return [[" ".join((text or "").split()) for text in row] for row in t.extract()]
+
+
+def _usable(t, texts: list[list[str]]) -> bool:
+    """At least 2 × 2 with two cells holding text."""
+    return t.row_count >= 2 and t.col_count >= 2 and sum(1 for row in texts for text in row if text) >= 2
+
+
+def _untangle(found: list) -> list[tuple[object, list[list[str]], int]]:
+    """(table, texts, rows to keep) with nesting resolved.
+
+    A table holding another one is a frame when the inner table fills most of it (dropped);
+    otherwise it is a table whose ruling ran on into the next table: it keeps its rows above
+    the inner table's top.
+    """
+    boxes = [pymupdf.Rect(t.bbox) for t, _ in found]
+    out = []
+    for i, (t, texts) in enumerate(found):
+        inner = [b for j, b in enumerate(boxes) if j != i and _holds(boxes[i], b)]
+        if any(abs(b) > FRAME_SHARE * abs(boxes[i]) for b in inner):
+            continue
+        top = min((b.y0 for b in inner), default=float("inf"))
+        n_rows = sum(1 for row in t.rows if row.bbox[1] < top - _TOL)
+        if n_rows >= 2:
+            out.append((t, texts, n_rows))
+    return out
+
+
+def _holds(outer: pymupdf.Rect, inner: pymupdf.Rect) -> bool:
+    """Whether ``outer`` (give or take a point) holds ``inner`` and is larger."""
+    return (outer + (-_TOL, -_TOL, _TOL, _TOL)).contains(inner) and abs(inner) < abs(outer)
+
+
+def _to_table(t, texts: list[list[str]], page: pymupdf.Page, table_no: int) -> Table:
+    """One PyMuPDF table → HTML with spans → ``Table`` (source "native", bbox in displayed space)."""
+    row_starts = [row.bbox[1] for row in t.rows]
+    col_starts = _column_starts(t)
+    rows_html = []
+    for i, row in enumerate(t.rows[: len(texts)]):
+        cells = []
+        for j, rect in enumerate(row.cells):
+            if rect is None:
+                continue
+            rowspan = _covered(row_starts, i, rect[3])
+            colspan = _covered(col_starts, j, rect[2])
+            attrs = (f' rowspan="{rowspan}"' if rowspan > 1 else "") + (
+                f' colspan="{colspan}"' if colspan > 1 else ""
+            )
+            cells.append(f"<td{attrs}>{html.escape(texts[i][j])}</td>")
+        rows_html.append("<tr>" + "".join(cells) + "</tr>")
+    markup = "<table>" + "".join(rows_html) + "</table>"
+    return table_from_html(markup, table_no=table_no, bbox=_displayed(page, t.bbox), source="native")
+
+
+def _column_starts(t) -> list[float]:
+    """Left edge of each grid column (the leftmost cell starting in that column)."""
+    starts = [float("inf")] * t.col_count
+    for row in t.rows:
+        for j, rect in enumerate(row.cells):
+            if rect is not None:
+                starts[j] = min(starts[j], rect[0])
+    fill = t.bbox[0]
+    for j, x in enumerate(starts):  # a column no cell starts in: right after the previous one
+        starts[j] = fill = x if x != float("inf") else fill
+    return starts
+
+
+def _covered(starts: list[float], first: int, end: float) -> int:
+    """Grid rows/columns from index ``first`` that start before ``end`` (the span of a cell)."""
+    n = 1
+    while first + n < len(starts) and starts[first + n] < end - _TOL:
+        n += 1
+    return n
+
+
+def _displayed(page: pymupdf.Page, bbox: tuple) -> BBoxPt:
+    rect = pymupdf.Rect(bbox)
+    if page.rotation:
+        rect = rect * page.rotation_matrix
+    return (round(rect.x0, 2), round(rect.y0, 2), round(rect.x1, 2), round(rect.y1, 2))
+
+
+def _inside(block: Block, box: pymupdf.Rect) -> bool:
+    if block.bbox is None:
+        return False
+    rect = pymupdf.Rect(block.bbox)
+    area = abs(rect)
+    return abs(rect & box) >= INSIDE_SHARE * area if area else box.contains(rect.tl)
+
+
+def _insert_table_block(blocks: list[Block], table: Table) -> list[Block]:
+    box = pymupdf.Rect(table.bbox)
+    text = html_to_text(table.html or "")
+    block = Block(0, "table", table.bbox, text, html=table.html)
+    out, placed = [], False
+    for b in blocks:
+        if b.label != "table" and _inside(b, box):
+            if not placed:
+                out.append(block)
+                placed = True
+            continue
+        out.append(b)
+    if not placed:  # no text inside (e.g. only images): place by position among the body blocks
+        at = next(
+            (i for i, b in enumerate(out) if b.bbox and b.label != "page_header" and b.bbox[1] > box.y0),
+            len(out),
+        )
+        out.insert(at, block)
+    return out
+
+
+def _captions(blocks: list[Block], tables: list[Table]) -> tuple[list[Block], list[Table]]:
+    """Label "Table N …" blocks next to table blocks as captions; tables get the caption text."""
+    by_bbox = {t.bbox: t for t in tables}
+    taken: set[int] = set()
+    for i, b in enumerate(blocks):
+        if b.label != "table" or b.bbox not in by_bbox:
+            continue
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(blocks) and j not in taken and _is_caption(blocks[j]):
+                taken.add(j)
+                blocks[j] = dataclasses.replace(blocks[j], label="caption")
+                by_bbox[b.bbox] = dataclasses.replace(by_bbox[b.bbox], caption=blocks[j].text)
+                break
+    return blocks, [by_bbox[t.bbox] for t in tables]
+
+
+def _is_caption(block: Block) -> bool:
+    return block.label in ("text", "section_header") and bool(_CAPTION.match(block.text))
