@@ -72,7 +72,8 @@ def document_versions(layout: KbLayout) -> dict[str, tuple[str, str | None]]:
     con = connect(layout, read_only=True)
     try:
         return {
-            r[0]: (r[1], r[2]) for r in con.execute("SELECT doc_id, pipeline_version, model FROM documents")
+            r[0]: (r[1], r[2])
+            for r in con.execute("SELECT doc_id, pipeline_version, model FROM documents").fetchall()
         }
     except duckdb.CatalogException:
         return {}
