@@ -1,0 +1,144 @@
+"""``chandra_ocr_ingest`` and ``chandra_ocr_vector_feed`` through ``dag.test()`` on a real metadata DB.
+
+One knowledge base for the module, in order: ingest mixed PDFs; ingest again (nothing new); the
+feed exports everything, then nothing; one document is reprocessed with other chunk sizes by
+the backfill DAG; the feed then exports only that document's changes and deletions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pymupdf
+import pytest
+from airflow_runs import DagRunResult, asset_events, landing, mtimes, query, run_dag, table_fingerprints, xcom
+
+
+@dataclass
+class World:
+    source: Path
+    kb: Path
+
+    @property
+    def conf(self) -> dict:
+        return {"source": str(self.source), "kb": str(self.kb), "engine": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, inputs) -> World:
+    root = tmp_path_factory.mktemp("ingest")
+    return World(landing(root / "landing", inputs.pdfs), root / "kb")
+
+
+@pytest.fixture(scope="module")
+def first(world) -> DagRunResult:
+    return run_dag("chandra_ocr_ingest", **world.conf)
+
+
+@pytest.fixture(scope="module")
+def second(world, first) -> tuple[DagRunResult, dict, dict]:
+    before = (table_fingerprints(world.kb), mtimes(world.kb / "work"), len(asset_events()))
+    return run_dag("chandra_ocr_ingest", **world.conf), before
+
+
+def _documents(kb: Path) -> dict[str, tuple]:
+    rows = query(kb, "SELECT file_name, status, n_pages, error FROM documents")
+    return {Path(name).stem: (status, n_pages, error) for name, status, n_pages, error in rows}
+
+
+def test_first_run_ingests_born_digital_and_scanned_and_quarantines_broken(world, first, inputs):
+    assert first.state == "success", first.tasks
+    assert set(first.states("batch.ocr")) == {"success"} and first.states("load") == ["success"]
+    docs = _documents(world.kb)
+    assert set(docs) == set(inputs.pdfs)
+    for name, path in inputs.pdfs.items():
+        status, n_pages, error = docs[name]
+        if name.startswith("broken"):
+            assert status == "quarantined" and n_pages == 0 and error  # a human-readable reason
+        else:
+            with pymupdf.open(path) as pdf:
+                assert (status, n_pages, error) == ("ingested", pdf.page_count, None)
+    per_doc = dict(query(world.kb, "SELECT d.file_name, count(c.chunk_id) FROM documents d "
+                                   "LEFT JOIN chunks c USING (doc_id) GROUP BY ALL"))  # fmt: skip
+    assert all(per_doc[f"{n}.pdf"] > 0 for n in inputs.by_role("born") + ["scanned"])
+    scanned = query(world.kb, "SELECT p.route, p.engine, string_agg(c.text, ' ') FROM pages p "
+                              "JOIN documents d USING (doc_id) JOIN chunks c USING (doc_id) "
+                              "WHERE d.file_name = 'scanned.pdf' GROUP BY ALL")  # fmt: skip
+    assert [(route, engine) for route, engine, _ in scanned] == [("ocr", "cpu")]
+    assert inputs.scanned_phrase in " ".join(scanned[0][2].lower().split())
+
+
+def test_the_kb_asset_event_carries_the_runs_counts(world, first):
+    events = [e["extra"] for e in asset_events() if e["source_run_id"] == first.run_id]
+    assert len(events) == 1
+    extra = events[0]
+    assert extra["kb"] == str(world.kb) and extra["run_id"] == first.run_id
+    assert extra["documents"] == dict(query(world.kb, "SELECT status, count(*) FROM documents GROUP BY ALL"))
+    assert extra["pages"] == query(world.kb, "SELECT count(*) FROM pages")[0][0]
+    assert extra["chunks"] == query(world.kb, "SELECT count(*) FROM chunks")[0][0]
+
+
+def test_second_run_finds_nothing_new_and_touches_nothing(world, second):
+    run, (tables, files, n_events) = second
+    assert run.state == "success"
+    assert xcom("chandra_ocr_ingest", run.run_id, "discover") == []
+    assert set(run.states("batch.ocr")) == {"skipped"} and run.states("load") == ["skipped"]
+    assert table_fingerprints(world.kb) == tables  # no new or changed rows, no new run recorded
+    assert mtimes(world.kb / "work") == files  # no page re-read, no checkpoint rewritten
+    assert len(asset_events()) == n_events  # nothing loaded → no event → the feed is not triggered
+
+
+def _feed(world: World) -> tuple[DagRunResult, dict]:
+    run = run_dag("chandra_ocr_vector_feed", kb=str(world.kb))
+    assert run.state == "success", run.tasks
+    (export,) = xcom("chandra_ocr_vector_feed", run.run_id, "export")
+    return run, export
+
+
+def _chunk_ids(kb: Path, where: str = "TRUE") -> set[str]:
+    return {
+        r[0] for r in query(kb, f"SELECT chunk_id FROM chunks JOIN documents USING (doc_id) WHERE {where}")
+    }
+
+
+@pytest.fixture(scope="module")
+def initial_exports(world, second) -> tuple[dict, dict]:
+    return _feed(world)[1], _feed(world)[1]
+
+
+def test_vector_feed_exports_all_chunks_then_nothing(world, initial_exports):
+    export, again = initial_exports
+    rows = pq.read_table(export["path"]).to_pylist()
+    assert Path(export["path"]).parent == world.kb / "outbox"
+    assert {r["op"] for r in rows} == {"upsert"} and {r["chunk_id"] for r in rows} == _chunk_ids(world.kb)
+    assert (again["path"], again["upserts"], again["deletes"]) == ("", 0, 0)
+    assert len(list((world.kb / "outbox").iterdir())) == 1
+
+
+def test_reprocessing_a_document_exports_only_its_changed_chunks_and_tombstones(
+    world, initial_exports, monkeypatch, inputs
+):
+    target = f"{inputs.by_role('born')[0]}.pdf"
+    before = _chunk_ids(world.kb, f"file_name = '{target}'")
+    others = {r for r in _chunk_ids(world.kb) if r not in before}
+    con = duckdb.connect(str(world.kb / "kb.duckdb"))
+    con.execute("UPDATE documents SET pipeline_version = '0' WHERE file_name = ?", [target])  # an old ingest
+    con.close()
+    monkeypatch.setenv(
+        "AIRFLOW_VAR_CHANDRA_OCR", json.dumps({"options": {"chunk": {"max_tokens": 48, "overlap_tokens": 0}}})
+    )
+    run = run_dag("chandra_ocr_backfill", reprocess=True, **world.conf)
+    assert run.state == "success", run.tasks
+    assert query(world.kb, f"SELECT file_name FROM documents WHERE run_id = '{run.run_id}'") == [(target,)]
+    after = _chunk_ids(world.kb, f"file_name = '{target}'")
+    assert after != before and _chunk_ids(world.kb) == others | after
+
+    _, export = _feed(world)
+    rows = pq.read_table(export["path"]).to_pylist()
+    assert {r["chunk_id"] for r in rows if r["op"] == "upsert"} == after - before
+    assert {r["chunk_id"] for r in rows if r["op"] == "delete"} == before - after
+    assert export["export_no"] == 2
