@@ -149,3 +149,44 @@ def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
         "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
         [run.run_id, run.started_at, run.finished_at, run.n_documents, run.n_pages, json.dumps(run.metrics)],
     )
+
+
+def forget_documents(layout: KbLayout, doc_ids: Iterable[str]) -> dict[str, int]:
+    """Remove documents from the knowledge base (rows, shards, exports); returns rows deleted per table.
+
+    In one transaction, every chunk of the documents gets a tombstone (so the vector feed's
+    next export deletes their vectors) and their rows leave every shard table. Then their
+    Parquet shards and Markdown/JSON exports are deleted. Unknown ids are ignored. A document
+    whose PDF is still in the source folder is ingested again by the next run.
+    """
+    doc_ids = sorted(set(doc_ids))
+    con = connect(layout)
+    try:
+        apply_schema(con)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE forget_ids AS SELECT unnest(?::VARCHAR[]) AS doc_id", [doc_ids]
+            )
+            con.execute(
+                "INSERT OR REPLACE INTO chunk_tombstones "
+                "SELECT chunk_id, doc_id, now() FROM chunks WHERE doc_id IN (SELECT doc_id FROM forget_ids)"
+            )
+            counts = {}
+            for table in reversed(SHARD_TABLES):  # fixed identifiers
+                where = "WHERE doc_id IN (SELECT doc_id FROM forget_ids)"
+                counts[table] = con.execute(f"SELECT count(*) FROM {table} {where}").fetchall()[0][0]
+                con.execute(f"DELETE FROM {table} {where}")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        con.close()
+    for doc_id in doc_ids:
+        for path in [layout.shard(t, doc_id) for t in SHARD_TABLES] + [
+            layout.export(doc_id, s) for s in (".md", ".json")
+        ]:
+            path.unlink(missing_ok=True)
+    log.info("forgot %d document(s): %s", len(doc_ids), counts)
+    return counts

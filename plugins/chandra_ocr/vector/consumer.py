@@ -1,0 +1,166 @@
+"""Apply the vector feed's outbox files to the embedded index, and search it with a question.
+
+``apply_outbox`` reads ``<kb>/outbox/<feed>-NNNNNN.parquet`` in export order (the format is
+documented in ``chandra_ocr/feed.py``), skips files already applied, and for each file in one
+index transaction: deletes the vectors of ``delete`` rows, then upserts ``upsert`` rows by
+``chunk_id`` — embedding only chunks whose ``content_hash`` is new to the index (moved or
+renumbered chunks keep their vectors) — and records the file as applied. A crash leaves the
+index at the last whole file; the next call resumes there.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from chandra_ocr.errors import StoreError
+from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.vector.embedder import Embedder
+from chandra_ocr.vector.index import COLUMNS, Hit, last_applied, open_index, search
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ApplyCounts:
+    """What one ``apply_outbox`` call did."""
+
+    files: int  # outbox files applied now
+    upserts: int  # upsert rows applied
+    deletes: int  # delete rows applied
+    embedded: int  # chunks that needed a new vector
+    vectors: int  # vectors in the index afterwards
+
+
+def default_index_dir(layout: KbLayout) -> Path:
+    """Where the index lives unless told otherwise: ``<kb>/vector``."""
+    return layout.root / "vector"
+
+
+def pending_files(layout: KbLayout, feed: str, after: int) -> list[tuple[int, Path]]:
+    """(export_no, path) of the outbox files of ``feed`` numbered above ``after``, in order."""
+    pattern = re.compile(rf"{re.escape(feed)}-(\d{{6,}})\.parquet")
+    found = []
+    for path in layout.outbox().glob(f"{feed}-*.parquet"):
+        m = pattern.fullmatch(path.name)
+        if m and int(m.group(1)) > after:
+            found.append((int(m.group(1)), path))
+    return sorted(found)
+
+
+def apply_outbox(
+    layout: KbLayout, index_dir: Path | None = None, *, feed: str = "vector", embedder: Embedder | None = None
+) -> ApplyCounts:
+    """Bring the index at ``index_dir`` (default ``<kb>/vector``) up to the newest outbox file of ``feed``.
+
+    ``embedder`` is started here when given unstarted (or built with default options when None).
+    Raises StoreError for an unreadable outbox file, ConfigError when the index holds another
+    model's vectors.
+    """
+    index_dir = Path(index_dir) if index_dir is not None else default_index_dir(layout)
+    embedder = (embedder or Embedder()).start()
+    con = open_index(index_dir, embedder.name, embedder.dim)
+    totals = [0, 0, 0, 0]
+    try:
+        for export_no, path in pending_files(layout, feed, last_applied(con, feed)):
+            counts = _apply_file(con, embedder, feed, export_no, path)
+            totals = [a + b for a, b in zip(totals, (1, *counts), strict=True)]
+        vectors = int(con.execute("SELECT count(*) FROM vectors").fetchall()[0][0])
+    finally:
+        con.close()
+    result = ApplyCounts(*totals, vectors)
+    log.info("vector index %s: %s", index_dir, result)
+    return result
+
+
+def _apply_file(
+    con: duckdb.DuckDBPyConnection, embedder: Embedder, feed: str, export_no: int, path: Path
+) -> tuple[int, int, int]:
+    """Apply one outbox file in one transaction; returns (upserts, deletes, embedded)."""
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as e:
+        raise StoreError(f"cannot read outbox file {path}: {e}") from e
+    ops = table.column("op").to_pylist()
+    deletes = table.filter(pa.array([op == "delete" for op in ops]))
+    upserts = table.filter(pa.array([op == "upsert" for op in ops])).select(COLUMNS.split(", "))
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.register("outbox_deletes", deletes.select(["chunk_id"]))
+        con.register("outbox_upserts", upserts)
+        embedded = _stage(con, embedder)  # before the deletes: a moved chunk's vector is reused
+        con.execute("DELETE FROM vectors WHERE chunk_id IN (SELECT chunk_id FROM outbox_deletes)")
+        dim = embedder.dim
+        con.execute(
+            f"INSERT OR REPLACE INTO vectors SELECT {COLUMNS}, embedding::FLOAT[{dim}], now() FROM staged"
+        )
+        con.execute("DROP TABLE staged")
+        con.execute(
+            "INSERT OR REPLACE INTO applied_exports VALUES (?, ?, ?, ?, ?, ?, now())",
+            [feed, export_no, str(path), upserts.num_rows, deletes.num_rows, embedded],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.unregister("outbox_deletes")
+        con.unregister("outbox_upserts")
+    log.info(
+        "applied %s: %d upserts (%d embedded), %d deletes",
+        path.name,
+        upserts.num_rows,
+        embedded,
+        deletes.num_rows,
+    )
+    return upserts.num_rows, deletes.num_rows, embedded
+
+
+def _stage(con: duckdb.DuckDBPyConnection, embedder: Embedder) -> int:
+    """``outbox_upserts`` with vectors as temp table ``staged``; returns how many had to be embedded.
+
+    A vector is reused when the index already holds a chunk with the same content hash.
+    """
+    dim = embedder.dim
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE staged AS
+            SELECT u.*, (SELECT any_value(v.embedding) FROM vectors v WHERE v.content_hash = u.content_hash)
+                   AS embedding
+            FROM outbox_upserts u"""
+    )
+    missing = con.execute(
+        "SELECT chunk_id, text FROM staged WHERE embedding IS NULL ORDER BY chunk_id"
+    ).fetchall()
+    if missing:
+        vectors = embedder.embed([text or "" for _, text in missing])
+        fresh = pa.table(
+            {
+                "chunk_id": [cid for cid, _ in missing],
+                "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), dim),
+            }
+        )
+        con.register("fresh_vectors", fresh)
+        try:
+            con.execute(
+                "UPDATE staged s SET embedding = f.embedding "
+                "FROM fresh_vectors f WHERE s.chunk_id = f.chunk_id"
+            )
+        finally:
+            con.unregister("fresh_vectors")
+    return len(missing)
+
+
+def search_index(index_dir: Path, question: str, embedder: Embedder, k: int = 5) -> list[Hit]:
+    """The ``k`` chunks nearest to ``question`` in the index at ``index_dir``, best first."""
+    embedder.start()
+    con = open_index(index_dir, embedder.name, embedder.dim, read_only=True)
+    try:
+        return search(con, embedder.embed([question])[0], k)
+    finally:
+        con.close()
