@@ -1,0 +1,77 @@
+"""``chandra_ocr_backfill`` through ``dag.test()``: failed runs resume, filters hold, setup is checked."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from airflow_runs import landing, mtimes, query, run_dag
+
+from chandra_ocr.store.layout import KbLayout
+
+
+def _doc_id(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _checkpoints(kb, doc_id: str) -> dict[str, int]:
+    """The extract stage's output of one document (its page and document checkpoints)."""
+    work = KbLayout(kb).work_dir(doc_id)
+    return {k: v for k, v in mtimes(work).items() if k.startswith("pages/") or k == "document.json"}
+
+
+def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
+    # Discovery is name-ordered: with max_documents=3 the fourth file is never taken.
+    named = {"1_scanned": inputs.pdfs["scanned"], "2_born": inputs.pdfs["born_a"],
+             "3_blocked": inputs.pdfs["born_b"], "4_broken": inputs.pdfs["broken_a"]}  # fmt: skip
+    src, kb = landing(tmp_path / "landing", named), tmp_path / "kb"
+    conf = {"source": str(src), "kb": str(kb), "engine": "cpu", "batch_pages": 1, "max_documents": 3}
+    blocked = KbLayout(kb).work_dir(_doc_id(src / "3_blocked.pdf"))
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("a file where the document's work folder must go")  # a real I/O failure
+
+    failed = run_dag("chandra_ocr_backfill", **conf)
+    assert failed.state == "failed", failed.tasks
+    stages = failed.states("batch.compress") + failed.states("batch.ocr")
+    assert stages.count("failed") == 1, failed.tasks  # the blocked document's batch, in the stage that writes
+    assert failed.states("batch.assemble").count("success") == 2 and failed.states("load") == [
+        "upstream_failed"
+    ]
+    assert not KbLayout(kb).duckdb_path.exists()  # nothing half-loaded
+    done = {n: _checkpoints(kb, _doc_id(src / f"{n}.pdf")) for n in ("1_scanned", "2_born")}
+    assert all(done.values())  # both read, page by page, before the run failed
+
+    blocked.unlink()
+    resumed = run_dag("chandra_ocr_backfill", **conf)
+    assert resumed.state == "success", resumed.tasks
+    assert {n: _checkpoints(kb, _doc_id(src / f"{n}.pdf")) for n in done} == done  # not read again
+    assert _checkpoints(kb, _doc_id(src / "3_blocked.pdf"))  # the missing one was read
+    rows = query(kb, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")
+    assert rows == [(f"{n}.pdf", "ingested", resumed.run_id) for n in ("1_scanned", "2_born", "3_blocked")]
+
+
+def test_modified_window_selects_files_by_modification_time(tmp_path, inputs):
+    src = landing(tmp_path / "landing", {"old": inputs.pdfs["born_a"], "new": inputs.pdfs["born_b"]})
+    os.utime(src / "new.pdf", (1_720_000_000, 1_720_000_000))  # 2024-07-03; "old" is 2023-11-14
+    kb = tmp_path / "kb"
+    run = run_dag("chandra_ocr_backfill", source=str(src / "*.pdf"), kb=str(kb), engine="text",
+                  modified_since="2024-01-01", modified_until="2025-01-01")  # fmt: skip
+    assert run.state == "success", run.tasks
+    assert query(kb, "SELECT file_name FROM documents") == [("new.pdf",)]
+
+
+def test_a_missing_pool_fails_the_run_at_preflight_with_the_fix_in_the_message(tmp_path, capfd, airflow_db):
+    from airflow.models.variable import Variable
+
+    from chandra_ocr.airflow.settings import DagSettings
+    from chandra_ocr.airflow.setup import setup_airflow
+
+    Variable.delete("chandra_ocr_pools")
+    try:
+        run = run_dag("chandra_ocr_ingest", source=str(tmp_path), kb=str(tmp_path / "kb"))
+    finally:
+        setup_airflow(DagSettings.from_env(os.environ), migrate=False)
+    assert run.state == "failed"
+    assert run.states("preflight") == ["failed"] and run.states("discover") == ["upstream_failed"]
+    out = capfd.readouterr()
+    assert "are not set up: run `python -m chandra_ocr.airflow.setup`" in out.out + out.err
