@@ -10,6 +10,7 @@ import logging
 import os
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -30,7 +31,13 @@ from chandra_ocr.pdf.discover import Discovery, discover
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.atomic import write_text_atomic
-from chandra_ocr.store.duckdb_store import RunRecord, document_versions, known_documents, load_documents
+from chandra_ocr.store.duckdb_store import (
+    RunRecord,
+    document_versions,
+    known_documents,
+    load_documents,
+    record_run,
+)
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
@@ -224,15 +231,17 @@ def run(
     owns_engine = engine is None
     engine = engine or build_engine(options.engine, options.preset, options.engine_options)
     batches: list[Batch] = []
+    loaded: Counter[str] = Counter()
     with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
         batches = plan(discovery, options, workers)
         if batches:
             engine.start()
         try:
-            for batch in batches:
+            for batch in batches:  # each batch is loaded as soon as it is written: a crash loses at most one
                 compress_batch(batch, layout, options, workers)
                 extract_batch(batch, layout, options, engine, workers)
                 assemble_batch(batch, layout, options, run_id, workers)
+                loaded.update(load_documents(layout, [d.doc_id for d in batch.docs]))
         finally:
             if owns_engine:
                 engine.close()
@@ -252,5 +261,6 @@ def run(
             **engine.metrics(),
         },
     )
-    loaded = load_documents(layout, [d.doc_id for b in batches for d in b.docs], record if batches else None)
-    return RunSummary(run_id, discovery, batches, loaded, seconds, pages)
+    if batches:
+        record_run(layout, record)
+    return RunSummary(run_id, discovery, batches, dict(loaded), seconds, pages)

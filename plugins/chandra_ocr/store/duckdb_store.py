@@ -144,6 +144,16 @@ def _upsert(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]
     return counts
 
 
+def record_run(layout: KbLayout, run: RunRecord) -> None:
+    """Store one run's summary in the ``runs`` table."""
+    con = connect(layout)
+    try:
+        apply_schema(con)
+        _record_run(con, run)
+    finally:
+        con.close()
+
+
 def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
     con.execute(
         "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
