@@ -1,4 +1,4 @@
-"""`chandra-ingest`: run the pipeline, show the knowledge base's status, query it."""
+"""`chandra-ingest`: run the pipeline, show status, query the knowledge base, feed and search its vectors."""
 
 from __future__ import annotations
 
@@ -51,7 +51,36 @@ def _parser() -> argparse.ArgumentParser:
     query = sub.add_parser("query", help="run one SQL statement against kb.duckdb (read-only)")
     query.add_argument("--kb", required=True)
     query.add_argument("sql")
+    _vector_parsers(sub)
     return parser
+
+
+def _vector_parsers(sub) -> None:
+    """The table, forget, feed and search subcommands."""
+    table = sub.add_parser("table", help="print one table with its header as column names")
+    table.add_argument("--kb", required=True)
+    table.add_argument("doc", help="doc_id, a unique doc_id prefix, or the file name")
+    table.add_argument("page", type=int)
+    table.add_argument("table_no", type=int, help="1-based table number on the page")
+    table.add_argument("--csv", action="store_true", help="CSV on stdout instead of a grid")
+
+    forget = sub.add_parser(
+        "forget", help="remove documents (rows, shards, exports; vectors on the next feed)"
+    )
+    forget.add_argument("--kb", required=True)
+    forget.add_argument("docs", nargs="+", help="doc_ids, unique doc_id prefixes, or file names")
+
+    feed = sub.add_parser(
+        "feed", help="export changed chunks to the outbox and apply them to the vector index"
+    )
+    feed.add_argument("--kb", required=True)
+    feed.add_argument("--index", help="vector index folder (default: KB/vector)")
+
+    search = sub.add_parser("search", help="top-k chunks for a question from the vector index")
+    search.add_argument("--kb", required=True)
+    search.add_argument("question")
+    search.add_argument("-k", type=int, default=5)
+    search.add_argument("--index", help="vector index folder (default: KB/vector)")
 
 
 def _engine_options(pairs: list[str]) -> dict:
@@ -122,6 +151,74 @@ def _print_query(kb: str, sql: str) -> int:
     return 0
 
 
+def _cmd_table(args: argparse.Namespace) -> int:
+    from chandra_ocr.store.table_view import resolve_document, table_relation
+
+    con = connect(KbLayout(Path(args.kb)), read_only=True)
+    try:
+        relation = table_relation(con, resolve_document(con, args.doc), args.page, args.table_no)
+        if args.csv:
+            _write_csv(relation)
+        else:
+            relation.show(max_width=200, max_rows=1000)
+    finally:
+        con.close()
+    return 0
+
+
+def _write_csv(relation) -> None:
+    import csv
+
+    writer = csv.writer(sys.stdout)
+    writer.writerow(relation.columns)
+    writer.writerows(relation.fetchall())
+
+
+def _cmd_forget(args: argparse.Namespace) -> int:
+    from chandra_ocr.store.duckdb_store import forget_documents
+    from chandra_ocr.store.table_view import resolve_document
+
+    layout = KbLayout(Path(args.kb))
+    con = connect(layout, read_only=True)
+    try:
+        doc_ids = [resolve_document(con, ref) for ref in args.docs]
+    finally:
+        con.close()
+    counts = forget_documents(layout, doc_ids)
+    print(
+        f"forgot {len(doc_ids)} document(s): {counts['chunks']} chunks tombstoned; run `feed` to drop vectors"
+    )
+    return 0
+
+
+def _cmd_feed(args: argparse.Namespace) -> int:
+    from chandra_ocr.feed import export_changes
+    from chandra_ocr.vector.consumer import apply_outbox
+
+    layout = KbLayout(Path(args.kb))
+    export = export_changes(layout)
+    counts = apply_outbox(layout, Path(args.index) if args.index else None)
+    print(f"export {export.export_no}: {export.upserts} upserts, {export.deletes} deletes; index: {counts}")
+    return 0
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    from chandra_ocr.vector.consumer import default_index_dir, search_index
+    from chandra_ocr.vector.embedder import Embedder
+
+    layout = KbLayout(Path(args.kb))
+    index_dir = Path(args.index) if args.index else default_index_dir(layout)
+    for rank, hit in enumerate(search_index(index_dir, args.question, Embedder(), k=args.k), start=1):
+        pages = f"p. {hit.page_start}" + (f"-{hit.page_end}" if hit.page_end != hit.page_start else "")
+        where = " > ".join(hit.header_path)
+        print(f"{rank}. {hit.score:.3f}  {hit.file_name}  {pages}  [{hit.kind}] {where}")
+        print("   " + " ".join(hit.text.split())[:300])
+    return 0
+
+
+_VECTOR_COMMANDS = {"table": _cmd_table, "forget": _cmd_forget, "feed": _cmd_feed, "search": _cmd_search}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``chandra-ingest`` console script."""
     args = _parser().parse_args(argv)
@@ -135,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "status":
             return _cmd_status(args)
+        if args.command in _VECTOR_COMMANDS:
+            return _VECTOR_COMMANDS[args.command](args)
         return _print_query(args.kb, args.sql)
     except ChandraOcrError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -74,7 +74,11 @@ class Embedder:
         if not windows:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = model.encode(
-            windows, batch_size=self.options.batch_size, normalize_embeddings=True, convert_to_numpy=True
+            windows,
+            batch_size=self.options.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
         np.add.at(out, np.asarray(owner), vectors)
@@ -93,11 +97,12 @@ class Embedder:
         """Each text cut into model-sized windows (by word-piece offsets), with the text each came from."""
         model = self._loaded()
         size = max(16, int(model.max_seq_length) - 2)  # room for [CLS] and [SEP]
-        encode = model.tokenizer.backend_tokenizer.encode  # the fast tokenizer itself: no length warnings
+        tokenizer = model.tokenizer
         windows: list[str] = []
         owner: list[int] = []
         for i, text in enumerate(texts):
-            offsets = encode(text, add_special_tokens=False).offsets
+            encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+            offsets = encoded["offset_mapping"]
             starts = list(range(0, max(len(offsets), 1), size))[: self.options.max_windows]
             for s in starts:
                 piece = text[offsets[s][0] : offsets[min(s + size, len(offsets)) - 1][1]] if offsets else text
