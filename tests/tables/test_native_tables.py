@@ -1,0 +1,129 @@
+"""Native (ruled) tables of born-digital pages against other projects' expected cells.
+
+Metric (tests/tables/cell_match.py): exact-cell match after whitespace normalisation over
+monotonically aligned grids; per table, matched cells / max(non-empty expected, non-empty
+extracted). The set: every ruled ("lattice") table of camelot's tests with its expected
+DataFrame in camelot_expected_tables.json, except the two whose text is rotated 90° on an
+upright page, and the tabula-java spreadsheet CSVs of ruled pages. Tables without rules
+(camelot "stream", tabula-java's basic extractor) are out of scope: they stay text blocks.
+Where camelot's test asks for copied span text (``copy_text``), spans are compared filled,
+elsewhere text sits at a merged cell's top-left; tabula's CSVs stack every table of the page.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from functools import cache
+from pathlib import Path
+
+import pymupdf
+import pytest
+from cell_match import anchor_grid, cell_match, filled_grid, norm
+
+from chandra_ocr.pdf.native_tables import native_tables, with_table_blocks
+from chandra_ocr.pdf.text_layer import text_blocks
+
+pytestmark = pytest.mark.corpus
+
+CAMELOT = "camelot/tests/files/"
+TABULA = "tabula-java/src/test/resources/technology/tabula/"
+
+# (pdf, page, expected variable, how spans are laid out in the expectation)
+CAMELOT_CASES = [
+    ("tabula/icdar2013-dataset/competition-dataset-us/us-030.pdf", 2, "data_lattice", "anchor"),
+    ("twotables_2.pdf", 1, "data_lattice_two_tables_1", "anchor"),
+    ("twotables_2.pdf", 1, "data_lattice_two_tables_2", "anchor"),
+    ("table_region.pdf", 1, "data_lattice_table_regions", "anchor"),
+    ("background_lines_1.pdf", 1, "data_lattice_process_background", "anchor"),
+    ("row_span_1.pdf", 1, "data_lattice_copy_text", "filled"),
+    ("column_span_2.pdf", 1, "data_lattice_shift_text_left_top", "anchor"),
+    ("tabula/arabic.pdf", 1, "data_arabic", "anchor"),
+    ("split_text_lattice.pdf", 1, "data_lattice_split_text", "anchor"),
+]
+TABULA_CASES = [
+    "spanning_cells",
+    "twotables",
+    "frx_2012_disclosure",
+    "Publication_of_award_of_Bids_for_Transport_Sector__August_2016",
+    "schools",
+    "argentina_diputados_voting_record",
+    "spreadsheet_no_bounding_frame",
+]
+MIN_MEAN = 0.9
+
+
+@cache
+def _tables(path: Path, page_no: int):
+    with pymupdf.open(path) as doc:
+        return native_tables(doc[page_no - 1])
+
+
+def _camelot_score(corpus: Path, case) -> float:
+    pdf, page_no, var, spans = case
+    expected = json.loads((corpus / "camelot/camelot_expected_tables.json").read_text())["expected"][var]
+    layout = filled_grid if spans == "filled" else anchor_grid
+    return max(
+        (cell_match(expected, layout(t)) for t in _tables(corpus / CAMELOT / pdf, page_no)), default=0.0
+    )
+
+
+def _tabula_score(corpus: Path, name: str) -> float:
+    with open(corpus / TABULA / "csv" / f"{name}.csv", encoding="utf-8", newline="") as f:
+        expected = list(csv.reader(f))
+    stacked = [row for t in _tables(corpus / TABULA / f"{name}.pdf", 1) for row in anchor_grid(t)]
+    return cell_match(expected, stacked)
+
+
+def test_ruled_tables_match_the_expected_cells(corpus):
+    scores = {f"camelot:{c[0]}:{c[2]}": _camelot_score(corpus, c) for c in CAMELOT_CASES}
+    scores |= {f"tabula:{name}": _tabula_score(corpus, name) for name in TABULA_CASES}
+    mean = sum(scores.values()) / len(scores)
+    report = "\n".join(f"{s:.3f} {k}" for k, s in sorted(scores.items(), key=lambda kv: kv[1]))
+    print(f"\nnative table cell match, mean {mean:.3f} over {len(scores)} tables\n{report}")
+    assert mean >= MIN_MEAN, report
+    assert min(scores.values()) >= 0.7, report  # no table lost outright
+
+
+def test_merged_cells_keep_their_spans(corpus):
+    """row_span_1.pdf: the plan-type and county cells span several rows (camelot copies them down)."""
+    (table,) = _tables(corpus / CAMELOT / "row_span_1.pdf", 1)
+    spanning = [c for c in table.cells if c.rowspan > 1]
+    assert spanning, "no merged cells found"
+    assert all(c.row + c.rowspan <= table.n_rows for c in spanning)
+    covered = {(r, c.col) for c in spanning for r in range(c.row + 1, c.row + c.rowspan)}
+    assert not covered & {(c.row, c.col) for c in table.cells}  # a covered position holds no cell of its own
+    assert table.source == "native" and table.html.startswith("<table>")
+
+
+def test_outer_frames_are_not_tables(corpus):
+    """twotables_2.pdf draws a frame around each of its two tables; only the inner tables come back."""
+    tables = _tables(corpus / CAMELOT / "twotables_2.pdf", 1)
+    assert len(tables) == 2
+    assert [t.table_no for t in tables] == [1, 2]
+    assert tables[0].bbox[1] < tables[1].bbox[1]
+    assert all(t.n_cols == 8 for t in tables)
+
+
+def test_table_blocks_replace_the_text_they_cover(corpus):
+    path = corpus / CAMELOT / "background_lines_1.pdf"
+    with pymupdf.open(path) as doc:
+        page = doc[0]
+        blocks, tables = with_table_blocks(text_blocks(page), native_tables(page))
+    (table,) = tables
+    table_blocks = [b for b in blocks if b.label == "table"]
+    assert (
+        len(table_blocks) == 1 and table_blocks[0].bbox == table.bbox and table_blocks[0].html == table.html
+    )
+    box = pymupdf.Rect(table.bbox)
+    inside = [b for b in blocks if b.label != "table" and box.contains(pymupdf.Rect(b.bbox).tl)]
+    assert not [b.text for b in inside if abs(pymupdf.Rect(b.bbox) & box) > 0.5 * abs(pymupdf.Rect(b.bbox))]
+    table_text = norm(table_blocks[0].text)
+    assert all(norm(c.text) in table_text for c in table.cells)  # the block carries every cell
+    assert [b.block_no for b in blocks] == list(range(len(blocks)))
+
+
+def test_pages_without_rules_are_not_searched(corpus):
+    """A prose page (pypdf's crazyones) has no drawings: no tables, and find_tables is never run."""
+    with pymupdf.open(corpus / "pypdf/resources/crazyones.pdf") as doc:
+        assert native_tables(doc[0]) == []
