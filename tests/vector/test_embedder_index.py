@@ -1,0 +1,59 @@
+"""The embedder (bundled model, offline, windowing) and the index's model guard."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from chandra_ocr.errors import ConfigError
+from chandra_ocr.vector.index import open_index
+
+SENTENCE = "The harbour master recorded three ships with damaged sails after the autumn storm."
+FILLER = " ".join(
+    f"Paragraph {i} describes the annual budget of the municipal library service." for i in range(40)
+)
+
+
+def test_vectors_are_normalised_and_texts_differ(embedder):
+    vectors = embedder.embed(["hello world", SENTENCE, ""])
+    assert vectors.shape == (3, embedder.dim) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert float(vectors[0] @ vectors[1]) < 0.9
+
+
+def test_a_sentence_at_the_end_of_a_long_chunk_still_counts(embedder):
+    """The model reads 256 word pieces; windows make a sentence after them part of the vector."""
+    long_text = f"{FILLER} {SENTENCE}"
+    query, windowed, truncated = embedder.embed([SENTENCE, long_text, FILLER])
+    assert len(embedder._windows([long_text])[0]) > 1
+    assert float(query @ windowed) > float(query @ truncated) + 0.05
+
+
+def test_an_index_refuses_another_models_vectors(tmp_path):
+    open_index(tmp_path, "model-a", 8).close()
+    with pytest.raises(ConfigError, match="model-a"):
+        open_index(tmp_path, "model-b", 8)
+    with pytest.raises(ConfigError):
+        open_index(tmp_path, "model-a", 16)
+
+
+@pytest.mark.slow
+def test_the_bundled_model_loads_with_the_network_cut_off():
+    script = textwrap.dedent(
+        """
+        import socket
+        def refuse(*args, **kwargs):
+            raise OSError("network disabled in this test")
+        socket.socket.connect = refuse
+        socket.create_connection = refuse
+        from chandra_ocr.vector.embedder import Embedder
+        print(Embedder().start().embed(["offline"]).shape)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("(1, 384)")
