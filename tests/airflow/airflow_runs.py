@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,8 @@ class DagRunResult:
         return [s for (t, _), s in sorted(self.tasks.items()) if t == task_id]
 
 
-@cache
 def dagbag():
+    """A fresh parse for every run: ``dag.test()`` keeps a run's Params on the DAG object it ran."""
     from airflow.dag_processing.dagbag import DagBag
 
     return DagBag(dag_folder=str(DAGS))
