@@ -1,4 +1,4 @@
-"""The README's demo: run the ``chandra_ocr_ingest`` DAG through Airflow on the bundled samples, then query the KB.
+"""The demo: the ``chandra_ocr_ingest`` DAG, run through Airflow on the bundled samples; then queries.
 
 Airflow runs locally: a SQLite metadata DB under ``./.airflow`` (created, migrated and given the
 pools by the project's setup command), the DAG run by ``dag.test()`` (no scheduler needed). The
@@ -29,7 +29,9 @@ os.environ.update(
 )
 
 QUERIES = {
-    "Documents and how they ended": "SELECT file_name, status, n_pages, error FROM documents ORDER BY file_name",
+    "Documents and how they ended": (
+        "SELECT file_name, status, n_pages, error FROM documents ORDER BY file_name"
+    ),
     "Chunks that mention nitrate": (
         "SELECT d.file_name, c.page_start, c.header_path, left(c.text, 70) AS text "
         "FROM chunks c JOIN documents d USING (doc_id) WHERE c.text ILIKE '%nitrate%' ORDER BY ALL"
@@ -52,13 +54,18 @@ def run_ingest() -> None:
     run = DagBag(dag_folder=str(REPO / "dags")).dags["chandra_ocr_ingest"].test()
     with create_session() as session:
         tis = session.query(TaskInstance).filter_by(dag_id="chandra_ocr_ingest", run_id=run.run_id)
-        states = sorted(f"{ti.task_id}{'' if ti.map_index < 0 else f'[{ti.map_index}]'}={ti.state}" for ti in tis)
-        load = session.query(XComModel).filter_by(run_id=run.run_id, task_id="load", key="return_value").first()
+        states = sorted(f"{ti.task_id}{_index(ti.map_index)}={ti.state}" for ti in tis)
+        load = session.query(XComModel).filter_by(run_id=run.run_id, task_id="load", key="return_value")
+        load = load.first()
     print(f"\nDAG run {run.run_id}: {run.state} in {time.monotonic() - t0:.1f} s")
     print("tasks: " + ", ".join(states))
     print(f"loaded: {load.value}" if load else "nothing new to ingest (every sample is already in the KB)")
     if str(run.state) != "success":
         raise SystemExit("the DAG run failed; see the task logs above")
+
+
+def _index(map_index: int) -> str:
+    return "" if map_index < 0 else f"[{map_index}]"
 
 
 def show_queries() -> None:
