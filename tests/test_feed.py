@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
 import pytest
+
 from chandra_ocr.document import Block, Chunk, Document, Page
 from chandra_ocr.errors import StoreError
 from chandra_ocr.feed import export_changes, outbox_file
