@@ -23,6 +23,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -159,12 +160,11 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 def run_multi(args: argparse.Namespace) -> dict[str, Any]:
     """Start one worker per GPU, release them together, and time from release to the last page."""
     gpus = args.gpus.split(",")
-    go = Path(f"{args.out}.go")
-    go.unlink(missing_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="gpu_h200_"))
+    go = tmp / "go"
     procs, outs = [], []
     for rank, gpu in enumerate(gpus):
-        out = Path(f"{args.out}.rank{rank}")
-        out.unlink(missing_ok=True)
+        out = tmp / f"rank{rank}"
         cmd = [sys.executable, __file__, "worker", *common_argv(args), "--out", str(out)]
         cmd += ["--rank", str(rank), "--world", str(len(gpus)), "--go", str(go)]
         env = os.environ | {"CUDA_VISIBLE_DEVICES": gpu}

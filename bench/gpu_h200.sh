@@ -2,7 +2,7 @@
 # The H200 runs behind bench/results/gpu_h200.json, in two phases on a two-GPU machine.
 #   one: GPU 0 the Qwen2.5-VL-7B shape, GPU 1 the Chandra 2 then the LightOnOCR-2 shape (bench/gpu_h200.py engine)
 #   two: both GPUs: the operator's multi-GPU mode, then `vllm serve --data-parallel-size 2`
-# Usage (repo root, vLLM importable): bench/gpu_h200.sh one|two OUTDIR
+# Usage (repo root, vLLM importable): bench/gpu_h200.sh one|two|single OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
 set -u
 PHASE=$1 OUTDIR=$2 W=${W:-/tmp/h200} M=bench/.work/h200/models SRC=bench/.work/h200/pdfs
@@ -13,11 +13,9 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 job() {  # NAME GPUS LIMIT_S ARGS... : one bench job, its JSON and log copied to OUTDIR when it ends
   local name=$1 gpus=$2 limit=$3; shift 3
   local t0=$SECONDS
-  CUDA_VISIBLE_DEVICES=$gpus timeout -k 15 "$limit" python3 bench/gpu_h200.py "$@" --out "$W/$name.json" \
-    >"$W/$name.log" 2>&1
+  CUDA_VISIBLE_DEVICES=$gpus timeout -k 15 "$limit" python3 bench/gpu_h200.py "$@" --out "$OUTDIR/$name.json" \
+    >"$OUTDIR/$name.log" 2>&1
   echo "$name rc=$? $((SECONDS - t0)) s"
-  cp "$W/$name.json" "$OUTDIR/" 2>/dev/null
-  grep -v -E "it/s\]|Processed prompts" "$W/$name.log" | tail -c 400000 >"$OUTDIR/$name.log"
 }
 
 shape() { echo "--shape $1 --model $M/$1 --source $SRC"; }
@@ -29,6 +27,10 @@ case $PHASE in
     (job chandra 1 250 engine $(shape chandra_ocr_2) --pages 256 --sweep "" --barrier-pages 84
      job lighton 1 170 engine $(shape lightonocr_2_1b) --pages 256 --sweep "" --barrier-pages 84) &
     wait ;;
+  single)  # a one-GPU machine: the Qwen2.5-VL-7B shape, then Chandra 2 while time lasts
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
+    job qwen 0 330 engine $(shape qwen2_5_vl_7b) --pages 256 --sweep 128 --barrier-pages 84
+    job chandra 0 250 engine $(shape chandra_ocr_2) --pages 256 --sweep "" --barrier-pages 84 ;;
   two)
     job multi 0,1 200 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512
     job serve2 0,1 240 serve $(shape qwen2_5_vl_7b) --dp 2 --pages 512 ;;
