@@ -1,0 +1,115 @@
+"""Merge the job records of ``bench/gpu_h200.sh`` into ``bench/results/gpu_h200.json`` (ratios and targets).
+
+.venv/bin/python bench/gpu_h200_report.py RUN_DIR [RUN_DIR ...] --commands commands.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TARGETS = {
+    "b_over_a": 0.95,
+    "b_over_c": 1.3,
+    "sizer_over_sweep_best": 0.95,
+    "qwen2_5_vl_7b_pages_per_s": 7.5,
+    "two_gpu_scaling": 1.9,
+}
+
+
+def per_page(mode: dict[str, Any]) -> dict[str, Any]:
+    pages = mode["pages"] or 1
+    return mode | {
+        "prompt_tokens_per_page": round(mode["prompt_tokens"] / pages, 1),
+        "output_tokens_per_page": round(mode["output_tokens"] / pages, 1),
+    }
+
+
+def engine_summary(job: dict[str, Any]) -> dict[str, Any]:
+    """One shape's modes with the ratios the issue asks for; modes missing from a cut run are left out."""
+    modes = {k: per_page(job[k]) for k in ("a", "b0", "b", "c") if k in job}
+    out: dict[str, Any] = {"engine_load_s": round(job["engine_load_s"], 1), "modes": modes}
+    rate = {k: m["pages_per_s"] for k, m in modes.items()}
+    if "a" in rate and "b" in rate:
+        out["b_over_a"] = round(rate["b"] / rate["a"], 3)
+    if "b" in rate and "c" in rate:
+        out["b_over_c"] = round(rate["b"] / rate["c"], 3)
+    if "a" in rate and "b0" in rate:
+        out["b0_over_a"] = round(rate["b0"] / rate["a"], 3)
+    sweep = {int(k): v["pages_per_s"] for k, v in job.get("sweep", {}).items()}
+    engine = job.get("engine", {})
+    if sweep and "b0" in rate:
+        sizer = engine.get("in_flight_pages")
+        tried = sweep | {sizer: rate["b0"]}
+        best = max(tried, key=tried.get)
+        out["sweep"] = {
+            "what": "pages in flight (the scheduler's running batch, ≤ max_num_seqs) on pre-rendered pages",
+            "pages_per_s_by_in_flight": {str(k): v for k, v in sorted(tried.items())},
+            "sizer_in_flight": sizer,
+            "best_in_flight": best,
+            "sizer_over_sweep_best": round(rate["b0"] / tried[best], 3),
+        }
+    out["engine"] = engine
+    out["render_alone_s"] = job.get("render_alone_s")
+    return out
+
+
+def targets(report: dict[str, Any]) -> dict[str, Any]:
+    """Each target with its measured value and whether it was met (None: not measured)."""
+    found: dict[str, Any] = {}
+    for shape, s in report["shapes"].items():
+        for key in ("b_over_a", "b_over_c"):
+            found[f"{shape}.{key}"] = (s.get(key), TARGETS[key])
+        if "sweep" in s:
+            found[f"{shape}.sizer_over_sweep_best"] = (
+                s["sweep"]["sizer_over_sweep_best"],
+                TARGETS["sizer_over_sweep_best"],
+            )
+    qwen = report["shapes"].get("qwen2_5_vl_7b", {}).get("modes", {})
+    best = max((qwen[k]["pages_per_s"] for k in ("a", "b") if k in qwen), default=None)
+    found["qwen2_5_vl_7b_pages_per_s"] = (best, TARGETS["qwen2_5_vl_7b_pages_per_s"])
+    found["two_gpu_scaling"] = (
+        report.get("two_gpus", {}).get("scaling_over_one_gpu"),
+        TARGETS["two_gpu_scaling"],
+    )
+    return {k: {"value": v, "target": t, "met": None if v is None else v >= t} for k, (v, t) in found.items()}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", type=Path, nargs="+")
+    p.add_argument("--commands", type=Path, required=True, help="JSON list of the exact commands that ran")
+    p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "gpu_h200.json")
+    args = p.parse_args()
+    jobs = {f.stem: json.loads(f.read_text()) for d in args.runs for f in sorted(d.glob("*.json"))}
+    gpus = next((d / "gpus.csv" for d in args.runs if (d / "gpus.csv").is_file()), None)
+    report: dict[str, Any] = {
+        "hardware": gpus.read_text().strip().splitlines()[1:] if gpus else None,
+        "caveat": "dummy weights (load_format=dummy), exact output length per page (ignore_eos): the compute "
+        "per page is the real model's, the text is noise; real pages end at their own length",
+        "shapes": {},
+    }
+    for job in jobs.values():
+        if job.get("job") == "engine" or {"a", "b"} & set(job):
+            report["shapes"][job["shape"]] = engine_summary(job)
+            report.setdefault("vllm_version", job.get("engine", {}).get("vllm_version"))
+    one = report["shapes"].get("qwen2_5_vl_7b", {}).get("modes", {}).get("b", {}).get("pages_per_s")
+    if "multi" in jobs:
+        multi = jobs["multi"]
+        report["two_gpus"] = {k: v for k, v in multi.items() if k != "ranks"}
+        if one:
+            report["two_gpus"]["scaling_over_one_gpu"] = round(multi["pages_per_s"] / one, 3)
+    for name in ("serve1", "serve2"):
+        if name in jobs:
+            report[name] = jobs[name]
+    report["targets"] = targets(report)
+    report["commands"] = json.loads(args.commands.read_text())
+    args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    print(json.dumps(report["targets"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
