@@ -114,9 +114,9 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
             gs.raw_chat(engine, images[:4])  # warm-up
             modes = {
                 "a": lambda: gs.raw_chat(engine, images),
-                "b0": lambda: gs.from_images(engine, images),
                 "b": lambda: gs.streamed(engine, pool, gs.fresh_requests(requests)),
                 "c": lambda: gs.barrier_chat(engine, images[: args.barrier_pages], args.batch),
+                "b0": lambda: gs.from_images(engine, images),
             }
             for name, fn in modes.items():
                 record[name] = gs.measure(fn)
