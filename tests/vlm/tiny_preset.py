@@ -12,6 +12,7 @@ from chandra_ocr.document import Block
 from chandra_ocr.errors import ParseError
 from chandra_ocr.ocr.base import PageRequest
 from chandra_ocr.ocr.presets import ParsedPage, Preset, Sampling, user_image_message
+from chandra_ocr.ocr.tuning import ModelDims
 from chandra_ocr.pdf.render import render_page
 from chandra_ocr.pdf.render_spec import RenderSpec
 
@@ -28,6 +29,21 @@ PAGES = [
     ("derived/eurotext.scan.pdf", 1),
     ("derived/phototest.scan.pdf", 1),
 ]
+
+
+# For the paging sizer on CUDA (the CPU build sizes nothing): ≈ 0.2 M parameters; an image token per
+# (16 px patch × scale factor 2)² pixels — tiling adds ~30 % more, max_model_len leaves room for it.
+TINY_DIMS = ModelDims(
+    name="tiny-idefics3",
+    n_layers=2,
+    n_kv_heads=1,
+    head_dim=32,
+    n_params=2.0e5,
+    hidden_size=64,
+    vocab_size=512,
+    max_position=4096,
+    pixels_per_image_token=32 * 32,
+)
 
 
 def _lenient_parse(raw: str, width_pt: float, height_pt: float) -> ParsedPage:
@@ -66,6 +82,8 @@ def tiny_preset(
             "distributed_executor_backend": "uni",  # the worker inside the engine process: ~30 s less start
         },
         licence="test model, random weights",
+        dims=TINY_DIMS,
+        expected_output_tokens=max_tokens,
     )
 
 
