@@ -62,7 +62,19 @@ def test_stage_operators_run_the_pipeline_and_pass_only_manifests(tmp_path, samp
     assert summary["chunks"] == query(kb, "SELECT count(*) FROM chunks")[0][0] > 0
     assert events[KB_ASSET].extra == summary
     assert query(kb, "SELECT run_id, n_documents FROM runs") == [("r1", 4)]
+    metrics = json.loads(query(kb, "SELECT metrics FROM runs")[0][0])
+    assert metrics["ocr_pages"] == query(kb, "SELECT count(*) FROM pages WHERE route = 'ocr'")[0][0]
+    assert metrics["batches"] == len(batches)
     assert query(kb, "SELECT DISTINCT engine FROM pages WHERE route = 'ocr'") == [("cpu",)]
+
+
+def test_discover_maps_at_most_max_batches_and_leaves_the_rest(tmp_path, samples, pools_recorded):
+    from chandra_ocr.airflow.operators import DiscoverOperator
+
+    src = landing(tmp_path / "in", {p.stem: p for p in samples.glob("*.pdf")})
+    config = _preflight({"source": str(src), "kb": str(tmp_path / "kb"), "batch_pages": 1})
+    assert len(DiscoverOperator(task_id="d", config=config).execute({})) == 4  # one document per batch
+    assert len(DiscoverOperator(task_id="d", config=config, max_batches=2).execute({})) == 2
 
 
 def test_preflight_names_missing_pools_and_the_setup_command(monkeypatch):

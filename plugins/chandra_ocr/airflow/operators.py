@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import Asset, BaseOperator, Context, Variable
+from airflow.sdk import Asset, BaseOperator, Context, Variable, conf
 
 from chandra_ocr.airflow.hooks import VllmHook
 from chandra_ocr.airflow.settings import POOLS_VARIABLE, VARIABLE, RunConfig, resolve_run_config
@@ -81,8 +81,16 @@ class _ConfiguredOperator(BaseOperator):
 class DiscoverOperator(_ConfiguredOperator):
     """Finds new PDFs in the run's source and plans them into batches → list of ``Batch`` dicts.
 
+    At most ``max_batches`` batches (default: Airflow's ``core.max_map_length``) are returned;
+    the documents left over are found again by the next run.
+
     :param config: the run's ``RunConfig`` dict (templated)
+    :param max_batches: cap on the mapped batches of one run
     """
+
+    def __init__(self, *, max_batches: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_batches = max_batches
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         cfg = self.run_config
@@ -90,6 +98,11 @@ class DiscoverOperator(_ConfiguredOperator):
         discovery = discover_new(cfg.source, cfg.layout(), options, **cfg.filters())
         with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
             batches = plan(discovery, options, workers)
+        limit = self.max_batches or conf.getint("core", "max_map_length")
+        if len(batches) > limit:
+            log.warning("%d batches planned; mapping the first %d (core.max_map_length), the rest next run",
+                        len(batches), limit)  # fmt: skip
+            batches = batches[:limit]
         log.info(
             "%d new PDF(s) in %d batch(es); %d known, %d duplicate, %d still being written, %d refused",
             len(discovery.new), len(batches), len(discovery.known), len(discovery.duplicates),
@@ -237,7 +250,13 @@ class LoadOperator(_ConfiguredOperator):
         batches = [Batch.from_dict(b) for b in values]
         docs = [d for b in batches for d in b.docs]
         started = datetime.fromisoformat(cfg.started_at) if cfg.started_at else datetime.now(UTC)
-        metrics = {"batches": len(batches), "engines": sorted({b.engine or "-" for b in batches})}
+        metrics: dict[str, Any] = {
+            "batches": len(batches),
+            "engines": sorted({b.engine or "-" for b in batches}),
+        }
+        for b in batches:
+            for key, n in b.counts.items():
+                metrics[key] = metrics.get(key, 0) + n
         record = RunRecord(context["run_id"], started, datetime.now(UTC), len(docs),
                            sum(d.n_pages for d in docs), metrics)  # fmt: skip
         loaded = load_documents(cfg.layout(), [d.doc_id for d in docs], record)
