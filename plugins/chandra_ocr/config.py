@@ -41,6 +41,7 @@ class PdfOptions:
     page_timeout_s: float = 60.0  # per-page limit for rendering / text extraction
     memory_limit_mb: int = 3072  # address-space cap for PDF worker processes
     workers: int = 2  # PDF worker processes (triage, rendering)
+    passwords_file: str | None = None  # JSON {doc_id | path ending | file name: password} (passwords.py)
 
     def __post_init__(self) -> None:
         if self.ocr_dpi < 72 or self.max_pixels < 100_000:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from PIL import Image
 
-from chandra_ocr.errors import ChandraOcrError, ConfigError, EngineError, StageTimeoutError
+from chandra_ocr.errors import ConfigError, EngineError, StageTimeoutError
 from chandra_ocr.ocr.base import PageRequest, PageResult
 from chandra_ocr.ocr.tesseract_tsv import Word, mean_confidence, parse_tsv, words_to_blocks
 from chandra_ocr.pdf.render_spec import RenderSpec
@@ -143,8 +143,8 @@ class CpuEngine:
 
         try:
             return render_page(request.pdf_path, request.page_no, self.render_spec), ""
-        except (ChandraOcrError, OSError, RuntimeError, ValueError) as e:
-            return None, f"render failed: {e}"
+        except Exception as e:  # MuPDF raises its own exception types (FzErrorFormat, ...), not only these
+            return None, f"render failed: {type(e).__name__}: {e}"
 
     def _read_page(self, request: PageRequest, image: Image.Image) -> PageResult:
         started = time.perf_counter()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -102,7 +103,7 @@ def _check_opened(doc: pymupdf.Document, password: str | None) -> None:
     if doc.needs_pass:
         if password is None:
             raise BadDocumentError("encrypted: a password is required to open it")
-        if not doc.authenticate(password):
+        if not any(doc.authenticate(form) for form in _password_forms(password)):
             raise BadDocumentError("encrypted: the password given is wrong")
     try:
         n_pages = doc.page_count
@@ -110,6 +111,21 @@ def _check_opened(doc: pymupdf.Document, password: str | None) -> None:
         raise BadDocumentError(f"cannot read the page tree: {e}") from e
     if n_pages == 0:
         raise BadDocumentError("document has no pages")
+
+
+# RFC 3454 table B.1: characters SASLprep maps to nothing (soft hyphen, joiners, variation selectors, ...)
+_SASL_NOTHING = dict.fromkeys(
+    [0x00AD, 0x034F, 0x1806, 0x180B, 0x180C, 0x180D, 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF]
+    + list(range(0xFE00, 0xFE10))
+)
+
+
+def _password_forms(password: str) -> list[str]:
+    """The password as given, then SASLprep-prepared (RFC 4013 mapping + NFKC), which AES-256 (R6)
+    files expect and MuPDF does not apply itself."""
+    mapped = "".join(" " if unicodedata.category(c) == "Zs" else c for c in password.translate(_SASL_NOTHING))
+    prepared = unicodedata.normalize("NFKC", mapped)
+    return [password] if prepared == password else [password, prepared]
 
 
 def _has_pdf_header(pdf_path: str) -> bool:

@@ -163,6 +163,9 @@ def _init_worker(limit_mb: int) -> None:
     limit = limit_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # MuPDF prints every repaired syntax error to stdout (thousands of lines for one hostile file,
+    # straight into the task log); failures that matter come back as exceptions.
+    pymupdf.TOOLS.mupdf_display_errors(False)
 
 
 def _translated(source: pebble.ProcessFuture, what: str, timeout: float, limit_mb: int) -> Future:

@@ -1,0 +1,176 @@
+"""The extract stage's fallback chain: the text layer, then the CPU engine, else a ``failed`` page record.
+
+Every page the primary engine could not read validly comes here. The text layer is tried
+only where triage found text; the CPU engine gets its pages rendered in the PDF workers (time
+and memory limits hold there too), and a page whose rendering already failed is not rendered
+again. Whatever is left is checkpointed as ``failed`` with the primary failure as its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from chandra_ocr.config import IngestOptions
+from chandra_ocr.document import Page
+from chandra_ocr.errors import ConfigError
+from chandra_ocr.ocr.base import OcrEngine, PageRequest, PageResult
+from chandra_ocr.pdf.render_spec import RenderSpec
+from chandra_ocr.pdf.triage import PageTriage
+from chandra_ocr.pdf.workers import PdfWorkers
+from chandra_ocr.store import checkpoints
+from chandra_ocr.store.layout import KbLayout
+
+log = logging.getLogger(__name__)
+
+RENDER_FAILED = "render: "  # reason prefix of a page that could not be rendered
+
+
+@dataclass(frozen=True)
+class FailedPage:
+    """A page the primary engine did not read: where it is, its triage, the engine's result and why."""
+
+    doc_id: str
+    pdf_path: str
+    triage: PageTriage
+    result: PageResult | None  # None when the page never reached the engine (rendering failed)
+    reason: str
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.doc_id, self.triage.page_no
+
+    def request(self) -> PageRequest:
+        pt = self.triage
+        return PageRequest(self.doc_id, pt.page_no, self.pdf_path, pt.width_pt, pt.height_pt)
+
+
+def render_spec_of(engine: OcrEngine) -> RenderSpec:
+    """The engine's render budget (its preset's for VLM engines)."""
+    spec = getattr(engine, "render_spec", None) or getattr(getattr(engine, "preset", None), "render", None)
+    return spec or RenderSpec()
+
+
+def ocr_page(pt: PageTriage, result: PageResult, status: str = "ok", reason: str | None = None) -> Page:
+    """The OCR-route page record of an engine result."""
+    return Page(
+        pt.page_no,
+        pt.width_pt,
+        pt.height_pt,
+        route="ocr",
+        engine=result.engine,
+        model=result.model,
+        route_reason=pt.reason,
+        status=status,
+        attempts=result.attempts,
+        finish_reason=result.finish_reason,
+        prompt_tokens=result.prompt_tokens,
+        output_tokens=result.output_tokens,
+        latency_ms=result.latency_ms,
+        fallback_reason=reason,
+        raw=result.text or None,
+        blocks=result.blocks,
+        tables=result.tables,
+    )
+
+
+def run_fallbacks(
+    failed: list[FailedPage],
+    layout: KbLayout,
+    options: IngestOptions,
+    primary: OcrEngine,
+    key: str,
+    workers: PdfWorkers,
+    passwords: dict[str, str],
+) -> None:
+    """Checkpoint every page of ``failed``: as ``fallback`` when an engine of the chain reads it, else
+    as ``failed``. ``passwords``: doc_id → password of encrypted documents."""
+    from chandra_ocr.ocr.registry import build_engine
+    from chandra_ocr.ocr.text_engine import TextEngine
+
+    left = list(failed)
+    for kind in ("text", "cpu"):
+        if not left or kind == primary.name:
+            continue
+        try:
+            engine = TextEngine(passwords) if kind == "text" else build_engine(kind, options.preset)
+            engine.start()
+        except ConfigError as e:
+            log.warning("fallback engine %s unavailable: %s", kind, e)
+            continue
+        if kind == "text":
+            todo = [f for f in left if f.triage.n_chars > 0]
+            requests: Iterable[PageRequest] = [f.request() for f in todo]
+        else:
+            todo = [f for f in left if not f.reason.startswith(RENDER_FAILED)]
+            requests = _rendered(
+                workers, [f.request() for f in todo], render_spec_of(engine), options, passwords
+            )
+        try:
+            done = _read(engine, requests, {f.key: f for f in todo}, layout, key)
+        finally:
+            engine.close()
+        left = [f for f in left if f.key not in done]
+    for f in left:
+        _write_failed(f, layout, primary, key)
+
+
+def _rendered(
+    workers: PdfWorkers,
+    requests: list[PageRequest],
+    spec: RenderSpec,
+    options: IngestOptions,
+    passwords: dict[str, str],
+) -> Iterator[PageRequest]:
+    """The requests whose page rendered in the workers; the others are left out (they stay failed)."""
+    timeout = options.pdf.page_timeout_s
+    for request, error in workers.render_stream(
+        requests, spec, timeout=timeout, window=4, passwords=passwords
+    ):
+        if error is None:
+            yield request
+        else:
+            log.debug("fallback rendering of %s p.%d failed: %s", request.doc_id, request.page_no, error)
+
+
+def _read(
+    engine: OcrEngine,
+    requests: Iterable[PageRequest],
+    todo: dict[tuple[str, int], FailedPage],
+    layout: KbLayout,
+    key: str,
+) -> set[tuple[str, int]]:
+    """Run ``engine`` over ``requests``, checkpoint every valid page as ``fallback``; returns their keys."""
+    done = set()
+    for result in engine.run(requests):
+        failure = todo[(result.doc_id, result.page_no)]
+        if result.status != "ok" or (engine.name == "text" and not result.blocks):
+            continue
+        page = ocr_page(failure.triage, result, status="fallback", reason=failure.reason)
+        if failure.result is not None:
+            page.attempts = failure.result.attempts
+            page.finish_reason = failure.result.finish_reason
+            page.prompt_tokens = failure.result.prompt_tokens
+            page.output_tokens = failure.result.output_tokens
+        checkpoints.write_page(layout, result.doc_id, page, key)
+        done.add(failure.key)
+    return done
+
+
+def _write_failed(failure: FailedPage, layout: KbLayout, primary: OcrEngine, key: str) -> None:
+    pt, result = failure.triage, failure.result
+    page = Page(
+        pt.page_no,
+        pt.width_pt,
+        pt.height_pt,
+        route="ocr",
+        engine=primary.name,
+        model=primary.model,
+        route_reason=pt.reason,
+        status="failed",
+        error=failure.reason,
+        attempts=result.attempts if result else 0,
+        finish_reason=result.finish_reason if result else None,
+    )
+    checkpoints.write_page(layout, failure.doc_id, page, key)
