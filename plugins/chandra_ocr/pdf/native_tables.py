@@ -9,6 +9,8 @@ too often prose in columns to be called a table without a layout model, so it st
 - Frames are not tables: a table whose area holds another table is dropped, and a table with
   one cell covering most of it (a frame around a ruled table) is replaced by the tables found
   inside that cell.
+- Sparse grids are not tables: fewer than ``MIN_FILL`` cells with text per grid position is
+  the boxes of a diagram (callouts with arrows), kept as text.
 - Merged cells keep their spans: a cell's ``rowspan``/``colspan`` are the grid rows and columns
   its rectangle covers. The grid becomes HTML and goes through ``parse.tables.table_from_html``,
   so header rules and limits are the same as for model output; ``source`` is "native".
@@ -34,6 +36,7 @@ log = logging.getLogger(__name__)
 MAX_PATH_ITEMS = 20_000  # more drawing items than this: a chart or map, not searched for tables
 MIN_RULE_PT = 5.0  # shorter strokes are not rules
 FRAME_SHARE = 0.5  # one cell covering more than this share of its table: a frame around other content
+MIN_FILL = 0.3  # fewer cells with text per grid position: boxes of a diagram, not a table
 INSIDE_SHARE = 0.6  # a text block with this share of its area inside a table is part of the table
 _CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[\dIVXLC]+\b", re.IGNORECASE)
 _TOL = 1.0  # points: cell edges this close to a grid line are on it
@@ -47,9 +50,11 @@ def native_tables(page: pymupdf.Page) -> list[Table]:
     tables = []
     for t, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
         try:
-            tables.append(_to_table(t, texts[:n_rows], page, len(tables) + 1))
+            table = _to_table(t, texts[:n_rows], page, len(tables) + 1)
         except ParseError:
             continue  # no cell text at all
+        if sum(1 for c in table.cells if c.text) >= MIN_FILL * table.n_rows * table.n_cols:
+            tables.append(table)
     return tables
 
 
