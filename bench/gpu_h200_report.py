@@ -49,11 +49,13 @@ def engine_summary(job: dict[str, Any]) -> dict[str, Any]:
             "what": "pages in flight (the scheduler's running batch, ≤ max_num_seqs) on pre-rendered pages",
             "pages_per_s_by_in_flight": {str(k): v for k, v in sorted(tried.items())},
             "sizer_in_flight": sizer,
+            "pages": job["b0"]["pages"],  # the running batch is min(in flight, pages, max_num_seqs)
             "best_in_flight": best,
             "sizer_over_sweep_best": round(rate["b0"] / tried[best], 3),
         }
     out["engine"] = engine
     out["render_alone_s"] = job.get("render_alone_s")
+    out["argv"] = job.get("argv")
     return out
 
 
@@ -69,8 +71,9 @@ def targets(report: dict[str, Any]) -> dict[str, Any]:
                 TARGETS["sizer_over_sweep_best"],
             )
     qwen = report["shapes"].get("qwen2_5_vl_7b", {}).get("modes", {})
-    best = max((qwen[k]["pages_per_s"] for k in ("a", "b") if k in qwen), default=None)
-    found["qwen2_5_vl_7b_pages_per_s"] = (best, TARGETS["qwen2_5_vl_7b_pages_per_s"])
+    for k in ("a", "b"):  # the raw engine and ours, each against the same bar
+        rate = qwen.get(k, {}).get("pages_per_s")
+        found[f"qwen2_5_vl_7b_pages_per_s.{k}"] = (rate, TARGETS["qwen2_5_vl_7b_pages_per_s"])
     found["two_gpu_scaling"] = (
         report.get("two_gpus", {}).get("scaling_over_one_gpu"),
         TARGETS["two_gpu_scaling"],
@@ -83,6 +86,7 @@ def main() -> None:
     p.add_argument("runs", type=Path, nargs="+")
     p.add_argument("--commands", type=Path, required=True, help="JSON list of the exact commands that ran")
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "gpu_h200.json")
+    p.add_argument("--not-run", action="append", default=[], help="a part that did not run, and why")
     args = p.parse_args()
     jobs = {f.stem: json.loads(f.read_text()) for d in args.runs for f in sorted(d.glob("*.json"))}
     gpus = next((d / "gpus.csv" for d in args.runs if (d / "gpus.csv").is_file()), None)
@@ -106,6 +110,7 @@ def main() -> None:
         if name in jobs:
             report[name] = jobs[name]
     report["targets"] = targets(report)
+    report["not_run"] = args.not_run
     report["commands"] = json.loads(args.commands.read_text())
     args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
     print(json.dumps(report["targets"], indent=1))
