@@ -37,6 +37,7 @@ from chandra_ocr.store.duckdb_store import (
     known_documents,
     load_documents,
     record_run,
+    token_totals,
 )
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import write_shards
@@ -247,20 +248,19 @@ def run(
                 engine.close()
     seconds = time.monotonic() - t0
     pages = sum(d.n_pages for b in batches for d in b.docs)
-    record = RunRecord(
-        run_id,
-        started,
-        datetime.now(UTC),
-        sum(len(b.docs) for b in batches),
-        pages,
-        {
+    if batches:
+        prompt_tokens, output_tokens = token_totals(layout, [d.doc_id for b in batches for d in b.docs])
+        metrics = {
             "seconds": seconds,
             "pages_per_s": pages / seconds if seconds else 0.0,
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "output_tokens_per_s": output_tokens / seconds if seconds else 0.0,
             "engine": engine.name,
             "model": engine.model,
             **engine.metrics(),
-        },
-    )
-    if batches:
+        }
+        n_docs = sum(len(b.docs) for b in batches)
+        record = RunRecord(run_id, started, datetime.now(UTC), n_docs, pages, metrics)
         record_run(layout, record)
     return RunSummary(run_id, discovery, batches, dict(loaded), seconds, pages)

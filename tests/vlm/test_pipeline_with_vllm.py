@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 
 import pymupdf
@@ -50,6 +51,7 @@ def test_length_failures_retry_then_fall_back_and_the_document_is_ingested(vllm_
             "SELECT d.file_name, p.route, p.engine, p.status, p.attempts, p.finish_reason, "
             "p.fallback_reason, p.output_tokens FROM pages p JOIN documents d USING (doc_id) ORDER BY 1"
         ).fetchall()
+        (metrics,) = con.execute("SELECT metrics FROM runs").fetchall()[0]
         chunks = dict(
             con.execute(
                 "SELECT file_name, count(*) FROM chunks JOIN documents USING (doc_id) GROUP BY 1"
@@ -62,3 +64,6 @@ def test_length_failures_retry_then_fall_back_and_the_document_is_ingested(vllm_
         ("memo.pdf", "ocr", "cpu", "fallback", 3, "length", "length", 6),
     ]
     assert chunks["captioned.pdf"] >= 1 and chunks["memo.pdf"] >= 1
+    run_metrics = json.loads(metrics)  # per run: pages/s, tokens/s and the KV capacity vLLM reported
+    assert run_metrics["output_tokens"] == 12 and run_metrics["output_tokens_per_s"] > 0
+    assert run_metrics["pages_per_s"] > 0 and run_metrics["kv_cache_tokens"] > 0
