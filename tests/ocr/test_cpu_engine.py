@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from metrics import order_similarity, word_f1
+from PIL import Image
+
 from chandra_ocr.config import from_mapping
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.base import OcrEngine, PageRequest, PageResult
 from chandra_ocr.ocr.cpu_engine import CpuEngine, CpuOptions
 from chandra_ocr.ocr.tesseract_tsv import mean_confidence, parse_tsv, words_to_blocks
 from chandra_ocr.pdf.render import render_page
-from metrics import order_similarity, word_f1
-from PIL import Image
 
 needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
 DOCLING_OCR = "docling/tests/data/ocr"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pymupdf
@@ -12,7 +11,7 @@ from metrics import normalise_words, word_f1
 from PIL import Image
 
 from chandra_ocr.document import LABELS
-from chandra_ocr.pdf.text_layer import largest_image_share, read_page, text_blocks, text_quality
+from chandra_ocr.pdf.text_layer import largest_image_share, text_blocks, text_quality
 
 pytestmark = pytest.mark.corpus
 
@@ -132,20 +131,3 @@ def test_quality_flags_unmapped_glyphs_invisible_text_and_images(corpus: Path) -
     assert clean.image_cover == 0.0
     scan = pymupdf.open(corpus / "derived/eurotext.scan.pdf")[0]
     assert text_quality(scan).n_chars == 0 and largest_image_share(scan) > 0.95
-
-
-def test_one_pass_is_close_to_raw_get_text(corpus: Path) -> None:
-    docs = [pymupdf.open(corpus / DOCLING / "sources" / f"{n}.pdf") for n in BORN_DIGITAL]
-    pages = [page for doc in docs for page in doc]
-
-    def best_of(fn) -> float:
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            for page in pages:
-                fn(page)
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    raw, ours = best_of(lambda p: p.get_text()), best_of(read_page)
-    assert ours < 3 * raw, f"read_page {ours:.3f}s vs get_text {raw:.3f}s"
