@@ -306,7 +306,13 @@ class VllmEngine:
         finally:
             feed.close()
             if pending and self._llm is not None:
-                self._llm.llm_engine.abort_request(list(pending), internal=False)
+                self._abort(list(pending))
+
+    def _abort(self, request_ids: list[str]) -> None:
+        try:
+            self._llm.llm_engine.abort_request(request_ids, internal=False)
+        except Exception as e:  # a dead engine cannot abort; the error that got us here matters more
+            log.warning("could not abort %d request(s): %s", len(request_ids), e)
 
     def _lost(self, pending: dict[str, PageAttempts]) -> Iterator[PageResult]:
         """Fail pages vLLM no longer knows about (it finished nothing for them)."""
