@@ -3,8 +3,9 @@
 Metric: order-aware word similarity, ``metrics.order_similarity`` = 1 − word-level Levenshtein
 distance / the longer word count, after normalisation (NFKC, case-folded, punctuation and
 Markdown/HTML syntax removed). We hold a mean ≥ 0.9 over the left-to-right documents, ≥ 0.8 for
-each, and bag-of-words F1 ≥ 0.95 for each. The right-to-left samples are reported but not
-held: PyMuPDF returns Arabic/Hebrew runs in visual order while the ground truth is logical.
+each, and bag-of-words F1 ≥ 0.95 for each. The right-to-left samples are held only to word
+F1 ≥ 0.7 (a guard against losing their text, e.g. table cells read in visual order): MuPDF's
+reading order across mixed-direction lines differs from the ground truth's.
 """
 
 from __future__ import annotations
@@ -56,3 +57,10 @@ def test_left_to_right_documents_match_the_ground_truth(scores):
     for name, (order, f1) in held.items():
         assert order >= 0.8, (name, order)
         assert f1 >= 0.95, (name, f1)
+
+
+def test_right_to_left_documents_keep_their_words(scores):
+    held = {n: s for n, s in scores.items() if n.startswith(RIGHT_TO_LEFT)}
+    assert len(held) == 3
+    for name, (_order, f1) in held.items():
+        assert f1 >= 0.7, (name, f1)

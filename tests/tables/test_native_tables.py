@@ -38,7 +38,9 @@ CAMELOT_CASES = [
     ("background_lines_1.pdf", 1, "data_lattice_process_background", "anchor"),
     ("row_span_1.pdf", 1, "data_lattice_copy_text", "filled"),
     ("column_span_2.pdf", 1, "data_lattice_shift_text_left_top", "anchor"),
-    ("tabula/arabic.pdf", 1, "data_arabic", "anchor"),
+    # Not tabula/arabic.pdf: camelot expects its cells in visual (left-to-right) character order, as
+    # pdfminer returns them; we store right-to-left text in logical order, as docling's ground truth
+    # does (tests/test_born_digital_accuracy.py) — the two cannot both be matched.
     ("split_text_lattice.pdf", 1, "data_lattice_split_text", "anchor"),
 ]
 TABULA_CASES = [

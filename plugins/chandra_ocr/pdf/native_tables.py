@@ -42,11 +42,14 @@ _CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[\dIVXLC]+\b
 _TOL = 1.0  # points: cell edges this close to a grid line are on it
 
 
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew, Arabic, Syriac, Thaana…
+
+
 def native_tables(page: pymupdf.Page) -> list[Table]:
     """The ruled tables of ``page`` in reading order (top to bottom), numbered from 1; [] when none."""
     if not _has_rules(page):
         return []
-    found = [(t, texts) for t in _tables_in(page, None) if _usable(t, texts := _texts(t))]
+    found = [(t, texts) for t in _tables_in(page, None) if _usable(t, texts := _texts(t, page))]
     tables = []
     for t, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
         try:
@@ -129,9 +132,20 @@ def _frame_cell(t) -> pymupdf.Rect | None:
     return None
 
 
-def _texts(t) -> list[list[str]]:
-    """Each grid position's text, whitespace collapsed ("" where a merged cell covers it)."""
-    return [[" ".join((text or "").split()) for text in row] for row in t.extract()]
+def _texts(t, page: pymupdf.Page) -> list[list[str]]:
+    """Each grid position's text, whitespace collapsed ("" where a merged cell covers it).
+
+    ``extract()`` joins characters in visual (left-to-right) order; for right-to-left scripts
+    the cells are read again with MuPDF's text extraction, which returns logical order like
+    the text layer's blocks.
+    """
+    rows = t.extract()
+    if any(_RTL.search(text or "") for row in rows for text in row):
+        rows = [
+            [page.get_text("text", clip=cell).strip() if cell is not None else "" for cell in row.cells]
+            for row in t.rows
+        ]
+    return [[" ".join((text or "").split()) for text in row] for row in rows]
 
 
 def _usable(t, texts: list[list[str]]) -> bool:
