@@ -117,6 +117,15 @@ def test_vector_feed_exports_all_chunks_then_nothing(world, initial_exports):
     assert {r["op"] for r in rows} == {"upsert"} and {r["chunk_id"] for r in rows} == _chunk_ids(world.kb)
     assert (again["path"], again["upserts"], again["deletes"]) == ("", 0, 0)
     assert len(list((world.kb / "outbox").iterdir())) == 1
+    assert _indexed(world.kb) == _chunk_ids(world.kb)  # the index task embedded every exported chunk
+
+
+def _indexed(kb: Path) -> set[str]:
+    con = duckdb.connect(str(kb / "vector" / "vectors.duckdb"), read_only=True)
+    try:
+        return {r[0] for r in con.execute("SELECT chunk_id FROM vectors").fetchall()}
+    finally:
+        con.close()
 
 
 def test_reprocessing_a_document_exports_only_its_changed_chunks_and_tombstones(
@@ -142,3 +151,4 @@ def test_reprocessing_a_document_exports_only_its_changed_chunks_and_tombstones(
     assert {r["chunk_id"] for r in rows if r["op"] == "upsert"} == after - before
     assert {r["chunk_id"] for r in rows if r["op"] == "delete"} == before - after
     assert export["export_no"] == 2
+    assert _indexed(world.kb) == _chunk_ids(world.kb)  # upserts embedded, deleted chunks' vectors gone

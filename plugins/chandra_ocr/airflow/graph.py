@@ -19,6 +19,7 @@ from chandra_ocr.airflow.operators import (
     FeedExportOperator,
     LoadOperator,
     PreflightOperator,
+    VectorIndexOperator,
 )
 from chandra_ocr.airflow.settings import DagSettings
 from chandra_ocr.config import ENGINE_KINDS
@@ -89,7 +90,8 @@ def feed_dag(dag_id: str, settings: DagSettings, *, doc_md: str | None = None) -
         doc_md=doc_md,
     ) as dag:
         config = PreflightOperator(task_id="preflight", pools=[settings.loader_pool])
-        FeedExportOperator(task_id="export", config=config.output, pool=settings.loader_pool)
+        exports = FeedExportOperator(task_id="export", config=config.output, pool=settings.loader_pool).output
+        VectorIndexOperator(task_id="index", config=config.output, exports=exports)
     return dag
 
 

@@ -7,7 +7,9 @@ Templated parameters are marked *(templated)*; an XCom reference (``task.output`
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
+import multiprocessing
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -15,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from airflow.sdk import Asset, BaseOperator, Context, Variable, conf
+from airflow.sdk.exceptions import AirflowSkipException
 
 from chandra_ocr.airflow.hooks import VllmHook
 from chandra_ocr.airflow.settings import POOLS_VARIABLE, VARIABLE, RunConfig, resolve_run_config
@@ -29,6 +32,19 @@ from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, p
 from chandra_ocr.store.duckdb_store import RunRecord, load_documents
 
 log = logging.getLogger(__name__)
+
+
+def allow_worker_processes() -> None:
+    """Let this task process start the PDF worker processes when it runs under a Celery worker.
+
+    Celery's prefork pool marks its pool processes daemonic (billiard sets ``multiprocessing``'s
+    current process), Airflow 3 runs each task in a fork of one, and ``multiprocessing`` refuses to
+    start children from a daemonic process. The task process is no pool member and joins its own
+    workers, so the flag is cleared for it.
+    """
+    current = multiprocessing.current_process()
+    if current.daemon:
+        current.daemon = False
 
 
 class PreflightOperator(BaseOperator):
@@ -93,6 +109,7 @@ class DiscoverOperator(_ConfiguredOperator):
         self.max_batches = max_batches
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        allow_worker_processes()
         cfg = self.run_config
         options = cfg.ingest_options()
         discovery = discover_new(cfg.source, cfg.layout(), options, **cfg.filters())
@@ -193,6 +210,7 @@ class ChandraOcrOperator(_BatchOperator):
         cfg = self.run_config
         options = cfg.ingest_options()
         batch = Batch.from_dict(self.batch)
+        allow_worker_processes()
         self.ocr_engine.start()
         try:
             with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
@@ -295,4 +313,37 @@ class FeedExportOperator(_ConfiguredOperator):
             result = export_changes(layout, self.feed)
             out.append({"kb": kb, "export_no": result.export_no, "path": str(result.path or ""),
                         "upserts": result.upserts, "deletes": result.deletes})  # fmt: skip
+        return out
+
+
+class VectorIndexOperator(_ConfiguredOperator):
+    """Applies the exported outbox files to each changed KB's embedded vector index → list of count dicts.
+
+    Skipped (with the reason) where the ``embed`` extra is not installed: the outbox files stay
+    for another store's loader, and a later run catches the index up.
+
+    :param config: the run's ``RunConfig`` dict (templated)
+    :param exports: the export task's output: the knowledge bases that changed (templated)
+    """
+
+    template_fields: Sequence[str] = ("config", "exports")
+
+    def __init__(self, *, exports: list[dict[str, Any]], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.exports = exports
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise AirflowSkipException(
+                "vector index skipped: install the 'embed' extra (sentence-transformers)"
+            )
+        from chandra_ocr.vector.consumer import apply_outbox
+        from chandra_ocr.vector.embedder import Embedder
+
+        embedder = Embedder().start()
+        out = []
+        for kb in sorted({e["kb"] for e in self.exports}):
+            counts = apply_outbox(RunConfig.from_dict(self.config | {"kb": kb}).layout(), embedder=embedder)
+            log.info("vector index of %s: %s", kb, counts)
+            out.append({"kb": kb} | dataclasses.asdict(counts))
         return out
