@@ -48,6 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="documents and pages by status")
     status.add_argument("--kb", required=True)
 
+    report = sub.add_parser("report", help="write the run report: one self-contained HTML page and a PNG")
+    report.add_argument("--kb", required=True)
+    report.add_argument("--out", help="folder for report.html and report.png (default: KB/report)")
+
     query = sub.add_parser("query", help="run one SQL statement against kb.duckdb (read-only)")
     query.add_argument("--kb", required=True)
     query.add_argument("sql")
@@ -136,6 +140,14 @@ def _cmd_status(args: argparse.Namespace) -> int:
                count(p.page_no) FILTER (WHERE p.status = 'failed') AS failed_pages
         FROM documents d LEFT JOIN pages p USING (doc_id) GROUP BY d.status ORDER BY d.status""",
     )
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from chandra_ocr.report import write_report
+
+    files = write_report(args.kb, args.out)
+    print(f"report: {files.html}\noverview: {files.png}")
+    return 0
 
 
 def _print_query(kb: str, sql: str) -> int:
@@ -232,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "status":
             return _cmd_status(args)
+        if args.command == "report":
+            return _cmd_report(args)
         if args.command in _VECTOR_COMMANDS:
             return _VECTOR_COMMANDS[args.command](args)
         return _print_query(args.kb, args.sql)

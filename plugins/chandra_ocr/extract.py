@@ -10,6 +10,7 @@ read it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
@@ -59,8 +60,11 @@ def extract_batch(
     ``passwords`` opens encrypted documents (default: the book in ``options.pdf.passwords_file``,
     if set). When the engine runs out of memory its in-flight budget is halved and the pages not
     yet read are streamed again; raises EngineError (EngineOutOfMemoryError at a budget of one
-    page) when the engine fails for good. Pages already read stay checkpointed either way.
+    page) when the engine fails for good. Pages already read stay checkpointed either way. Records
+    the stage's seconds in ``batch.seconds["extract"]`` and the engine's metrics (paging values)
+    in ``batch.engine_metrics``.
     """
+    started = time.monotonic()
     key = engine_key(engine)
     secrets = _batch_passwords(batch, options.pdf, passwords)
     pending = _triage_all(batch, layout, options, engine, workers, key, secrets)
@@ -71,6 +75,8 @@ def extract_batch(
     batch.counts = {"ocr_pages": n_ocr, "fallback_pages": len(failed)} | {
         "quarantined": sum(1 for d in batch.docs if d.status == "quarantined")
     }
+    batch.engine_metrics = engine.metrics()
+    batch.seconds["extract"] = time.monotonic() - started
     return batch
 
 

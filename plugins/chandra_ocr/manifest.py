@@ -30,6 +30,8 @@ class Batch:
     counts: dict[str, int] = field(default_factory=dict)
     engine: str | None = None  # set by the extract stage: which engine read the OCR pages
     model: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # stage → wall seconds it took this batch
+    engine_metrics: dict[str, Any] = field(default_factory=dict)  # the engine's paging values (extract)
 
     @classmethod
     def of(cls, docs: list[DocRef]) -> Batch:
@@ -50,7 +52,30 @@ class Batch:
             counts=dict(value.get("counts", {})),
             engine=value.get("engine"),
             model=value.get("model"),
+            seconds=dict(value.get("seconds", {})),
+            engine_metrics=dict(value.get("engine_metrics", {})),
         )
+
+
+def run_metrics(batches: list[Batch]) -> dict[str, Any]:
+    """A run's metrics from its batches: counts summed, ``stage_seconds`` summed per stage, and the
+    engine metrics (a value the batches disagree on becomes the sorted list of their values).
+    """
+    metrics: dict[str, Any] = {"batches": len(batches), "engines": sorted({b.engine or "-" for b in batches})}
+    stages: dict[str, float] = {}
+    engine: dict[str, list[Any]] = {}
+    for b in batches:
+        for key, n in b.counts.items():
+            metrics[key] = metrics.get(key, 0) + n
+        for stage, s in b.seconds.items():
+            stages[stage] = stages.get(stage, 0.0) + s
+        for key, value in b.engine_metrics.items():
+            if value not in engine.setdefault(key, []):
+                engine[key].append(value)
+    for key, values in engine.items():
+        metrics.setdefault(key, values[0] if len(values) == 1 else sorted(values, key=str))
+    metrics["stage_seconds"] = {k: round(v, 3) for k, v in stages.items()}
+    return metrics
 
 
 def plan_batches(docs: list[DocRef], batch_pages: int) -> list[Batch]:

@@ -23,12 +23,13 @@ from chandra_ocr.config import IngestOptions
 from chandra_ocr.document import Document
 from chandra_ocr.errors import StoreError
 from chandra_ocr.extract import checkpoint_key, extract_batch
-from chandra_ocr.manifest import Batch, DocRef, plan_batches
+from chandra_ocr.manifest import Batch, DocRef, plan_batches, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine
 from chandra_ocr.pdf.compress import compress_pdf
 from chandra_ocr.pdf.discover import Discovery, discover
 from chandra_ocr.pdf.workers import PdfWorkers
+from chandra_ocr.progress import Progress
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.atomic import write_text_atomic
 from chandra_ocr.store.duckdb_store import (
@@ -88,11 +89,14 @@ def plan(discovery: Discovery, options: IngestOptions, workers: PdfWorkers) -> l
     """Batches of about ``options.batch_pages`` pages (page counts read in workers, time-limited)."""
     docs = [DocRef(f.doc_id, f.path, f.bytes) for f in discovery.new]
     futures = [workers.submit(_count_pages, d.source, timeout=30.0) for d in docs]
+    progress = Progress("plan: counting pages", 0, log, total_docs=len(docs))
     for doc, fut in zip(docs, futures, strict=True):
         try:
             doc.n_pages = int(fut.result())
         except Exception:  # unreadable here → the extract stage quarantines it with the real reason
             doc.n_pages = 1
+        progress.add(pages=doc.n_pages, docs=1)
+    progress.done()
     return plan_batches(docs, options.batch_pages)
 
 
@@ -102,7 +106,9 @@ def compress_batch(
     """Pre-compress each document into its work folder (the original is never touched).
 
     With ``workers``, each document is compressed in a worker process under a time limit.
+    Records the stage's seconds in ``batch.seconds["compress"]``.
     """
+    progress = Progress(f"compress {batch.batch_id}", _pages(batch), log, total_docs=len(batch.docs))
     pdf = options.pdf
     args = [(Path(d.source), layout.compressed_pdf(d.doc_id)) for d in batch.docs]
     kwargs = {
@@ -111,19 +117,25 @@ def compress_batch(
         "min_image_pixels": pdf.compress_min_image_pixels,
     }
     if not pdf.compress:
-        results = [None] * len(args)
+        results = iter([None] * len(args))
     elif workers is None:
-        results = [compress_pdf(src, dst, **kwargs) for src, dst in args]
+        results = (compress_pdf(src, dst, **kwargs) for src, dst in args)
     else:
         job = partial(compress_pdf, **kwargs)
         futures = [workers.submit(job, src, dst, timeout=pdf.compress_timeout_s + 30) for src, dst in args]
-        results = [_result_or_none(f) for f in futures]
+        results = (_result_or_none(f) for f in futures)
     for doc, result in zip(batch.docs, results, strict=True):
         kept = result is not None and result.kept
         doc.work_pdf = result.output if kept else doc.source
         doc.compressed_bytes = result.bytes_after if kept else None
         doc.compress_method = result.method if kept else "none"
+        progress.add(pages=doc.n_pages, docs=1)
+    batch.seconds["compress"] = progress.done()
     return batch
+
+
+def _pages(batch: Batch) -> int:
+    return sum(d.n_pages for d in batch.docs)
 
 
 def _result_or_none(future):
@@ -140,22 +152,25 @@ def assemble_batch(
 ) -> Batch:
     """Build each document from its checkpoints, chunk it, write its Parquet shards and exports.
 
-    With ``workers``, documents are assembled in parallel in the worker processes.
+    With ``workers``, documents are assembled in parallel in the worker processes. Records the
+    stage's seconds in ``batch.seconds["assemble"]``.
     """
     if batch.engine is None:
         raise StoreError(f"batch {batch.batch_id} has not been through the extract stage")
+    progress = Progress(f"assemble {batch.batch_id}", _pages(batch), log, total_docs=len(batch.docs))
     args = [
         (ref, layout, options, batch.engine, batch.model, run_id, datetime.now(UTC)) for ref in batch.docs
     ]
     if workers is None:
-        statuses = [assemble_and_write(*a) for a in args]
+        statuses = (assemble_and_write(*a) for a in args)
     else:
         timeout = options.pdf.doc_timeout_s
-        statuses = [
-            f.result() for f in [workers.submit(assemble_and_write, *a, timeout=timeout) for a in args]
-        ]
+        futures = [workers.submit(assemble_and_write, *a, timeout=timeout) for a in args]
+        statuses = (f.result() for f in futures)
     for ref, status in zip(batch.docs, statuses, strict=True):
         ref.status = status
+        progress.add(pages=ref.n_pages, docs=1)
+    batch.seconds["assemble"] = progress.done()
     return batch
 
 
@@ -213,6 +228,15 @@ def assemble_document(
     return doc
 
 
+def load_batch(batch: Batch, layout: KbLayout) -> dict[str, int]:
+    """Load one batch's shards into DuckDB; records the seconds in ``batch.seconds["load"]``."""
+    progress = Progress(f"load {batch.batch_id}", _pages(batch), log, total_docs=len(batch.docs))
+    counts = load_documents(layout, [d.doc_id for d in batch.docs])
+    progress.add(pages=_pages(batch), docs=len(batch.docs))
+    batch.seconds["load"] = progress.done()
+    return counts
+
+
 def run(
     source: str | Path, kb_dir: str | Path, options: IngestOptions, engine: OcrEngine | None = None, **filters
 ) -> RunSummary:
@@ -242,7 +266,7 @@ def run(
                 compress_batch(batch, layout, options, workers)
                 extract_batch(batch, layout, options, engine, workers)
                 assemble_batch(batch, layout, options, run_id, workers)
-                loaded.update(load_documents(layout, [d.doc_id for d in batch.docs]))
+                loaded.update(load_batch(batch, layout))
         finally:
             if owns_engine:
                 engine.close()
@@ -250,7 +274,7 @@ def run(
     pages = sum(d.n_pages for b in batches for d in b.docs)
     if batches:
         prompt_tokens, output_tokens = token_totals(layout, [d.doc_id for b in batches for d in b.docs])
-        metrics = {
+        metrics = run_metrics(batches) | {
             "seconds": seconds,
             "pages_per_s": pages / seconds if seconds else 0.0,
             "prompt_tokens": prompt_tokens,

@@ -7,10 +7,22 @@ import time
 
 
 class Progress:
-    """Counts work and logs a line at most every ``every_s`` seconds, plus a final one."""
+    """Counts work and logs a line at most every ``every_s`` seconds, plus a final one.
 
-    def __init__(self, what: str, total_pages: int, logger: logging.Logger, every_s: float = 10.0) -> None:
+    The ETA comes from the pages when ``total_pages`` is known, else from the documents when
+    ``total_docs`` is; a step that knows neither (a folder walk) logs counts and rates only.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        total_pages: int,
+        logger: logging.Logger,
+        every_s: float = 10.0,
+        total_docs: int = 0,
+    ) -> None:
         self.what, self.total, self.log, self.every = what, total_pages, logger, every_s
+        self.total_docs = total_docs
         self.start = self.last = time.monotonic()
         self.pages = 0
         self.docs = 0
@@ -30,15 +42,17 @@ class Progress:
     def _emit(self) -> None:
         self.last = time.monotonic()
         elapsed = max(self.last - self.start, 1e-9)
-        rate = self.pages / elapsed
-        left = max(self.total - self.pages, 0)
-        eta = f"{left / rate:.0f}s" if rate > 0 else "?"
-        self.log.info(
-            "%s: %d docs, %d/%d pages, %.2f pages/s, ETA %s",
-            self.what,
-            self.docs,
-            self.pages,
-            self.total,
-            rate,
-            eta,
-        )
+        docs = f"{self.docs}/{self.total_docs} docs" if self.total_docs else f"{self.docs} docs"
+        if self.total:
+            rate = self.pages / elapsed
+            left = max(self.total - self.pages, 0) / rate if rate > 0 else None
+            counts = f"{docs}, {self.pages}/{self.total} pages, {rate:.2f} pages/s"
+        elif self.total_docs:
+            rate = self.docs / elapsed
+            left = max(self.total_docs - self.docs, 0) / rate if rate > 0 else None
+            counts = f"{docs}, {self.pages} pages, {rate:.2f} docs/s"
+        else:
+            left = None
+            counts = f"{docs}, {self.pages} pages, {self.docs / elapsed:.2f} docs/s"
+        eta = "?" if left is None else f"{left:.0f}s"
+        self.log.info("%s: %s, ETA %s", self.what, counts, eta)

@@ -30,7 +30,7 @@ def test_ingest_and_backfill_share_one_graph_mapped_over_batches():
     bag = DagBag(dag_folder=str(DAGS))
     ingest, backfill = bag.dags["chandra_ocr_ingest"], bag.dags["chandra_ocr_backfill"]
     assert sorted(ingest.task_dict) == sorted(backfill.task_dict) == [
-        "batch.assemble", "batch.compress", "batch.ocr", "discover", "load", "preflight",
+        "batch.assemble", "batch.compress", "batch.ocr", "discover", "load", "preflight", "report",
     ]  # fmt: skip
     assert ingest.catchup is False and ingest.max_active_runs == 1
     assert backfill.schedule is None and ingest.schedule == "@daily"
@@ -47,6 +47,7 @@ def test_ingest_and_backfill_share_one_graph_mapped_over_batches():
     assert ingest.get_task("batch.compress").upstream_task_ids == {"discover", "preflight"}
     load = ingest.get_task("load")
     assert load.pool == "chandra_ocr_loader" and [a.name for a in load.outlets] == ["chandra_ocr_kb"]
+    assert load.downstream_task_ids == {"report"} and not ingest.get_task("report").downstream_task_ids
 
 
 def test_vector_feed_runs_on_the_knowledge_base_asset():

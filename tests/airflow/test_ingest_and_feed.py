@@ -53,6 +53,10 @@ def _documents(kb: Path) -> dict[str, tuple]:
 def test_first_run_ingests_born_digital_and_scanned_and_quarantines_broken(world, first, inputs):
     assert first.state == "success", first.tasks
     assert set(first.states("batch.ocr")) == {"success"} and first.states("load") == ["success"]
+    report = xcom("chandra_ocr_ingest", first.run_id, "report")  # the last task: the run report
+    folder = world.kb / "report"
+    assert report == {"html": str(folder / "report.html"), "png": str(folder / "report.png")}
+    assert Path(report["html"]).stat().st_size > 0 and Path(report["png"]).stat().st_size > 0
     docs = _documents(world.kb)
     assert set(docs) == set(inputs.pdfs)
     for name, path in inputs.pdfs.items():

@@ -1,7 +1,8 @@
 """The one place that builds the DAGs: the ingestion graph (nightly and backfill DAGs) and the feed.
 
 preflight → discover → per batch (mapped task group): compress → ocr (GPU pool/queue) → assemble
-→ load (1-slot pool) → event on ``KB_ASSET``. Mapping is over batches, never pages.
+→ load (1-slot pool) → event on ``KB_ASSET`` → report (HTML + PNG in ``<kb>/report``). Mapping is
+over batches, never pages.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from chandra_ocr.airflow.operators import (
     PreflightOperator,
     VectorIndexOperator,
 )
+from chandra_ocr.airflow.report_operator import ReportOperator
 from chandra_ocr.airflow.settings import DagSettings
 from chandra_ocr.config import ENGINE_KINDS
 
@@ -123,6 +125,7 @@ def _ingest_tasks(settings: DagSettings) -> None:
         return AssembleOperator(task_id="assemble", config=config, batch=read.output).output
 
     assembled = per_batch.expand(batch=batches)
-    LoadOperator(
+    load = LoadOperator(
         task_id="load", config=config, batches=assembled, kb_asset=KB_ASSET, pool=settings.loader_pool
     )
+    load >> ReportOperator(task_id="report", config=config)

@@ -24,12 +24,13 @@ from chandra_ocr.airflow.settings import POOLS_VARIABLE, VARIABLE, RunConfig, re
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.extract import extract_batch
 from chandra_ocr.feed import export_changes
-from chandra_ocr.manifest import Batch
+from chandra_ocr.manifest import Batch, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine, resolve_kind
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan
-from chandra_ocr.store.duckdb_store import RunRecord, load_documents
+from chandra_ocr.progress import Progress
+from chandra_ocr.store.duckdb_store import RunRecord, load_documents, record_run
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +38,16 @@ log = logging.getLogger(__name__)
 def allow_worker_processes() -> None:
     """Let this task process start the PDF worker processes when it runs under a Celery worker.
 
-    Celery's prefork pool marks its pool processes daemonic (billiard sets ``multiprocessing``'s
-    current process), Airflow 3 runs each task in a fork of one, and ``multiprocessing`` refuses to
-    start children from a daemonic process. The task process is no pool member and joins its own
-    workers, so the flag is cleared for it.
+    Celery's prefork pool runs billiard processes, which install themselves as ``multiprocessing``'s
+    current process: daemonic, with an authkey that refuses to be pickled. Airflow 3 runs each task
+    in a fork of one, where ``multiprocessing`` would then refuse to start children. The task
+    process is no pool member and joins its own workers, so it gets a plain, non-daemonic identity.
     """
     current = multiprocessing.current_process()
-    if current.daemon:
-        current.daemon = False
+    if current.daemon or not isinstance(current, multiprocessing.process.BaseProcess):
+        config = current._config  # type: ignore[attr-defined]
+        config["daemon"] = False
+        config["authkey"] = multiprocessing.process.AuthenticationString(os.urandom(32))
 
 
 class PreflightOperator(BaseOperator):
@@ -268,16 +271,14 @@ class LoadOperator(_ConfiguredOperator):
         batches = [Batch.from_dict(b) for b in values]
         docs = [d for b in batches for d in b.docs]
         started = datetime.fromisoformat(cfg.started_at) if cfg.started_at else datetime.now(UTC)
-        metrics: dict[str, Any] = {
-            "batches": len(batches),
-            "engines": sorted({b.engine or "-" for b in batches}),
-        }
-        for b in batches:
-            for key, n in b.counts.items():
-                metrics[key] = metrics.get(key, 0) + n
-        record = RunRecord(context["run_id"], started, datetime.now(UTC), len(docs),
-                           sum(d.n_pages for d in docs), metrics)  # fmt: skip
+        pages = sum(d.n_pages for d in docs)
+        metrics = run_metrics(batches)
+        record = RunRecord(context["run_id"], started, datetime.now(UTC), len(docs), pages, metrics)
+        progress = Progress("load", pages, log, total_docs=len(docs))
         loaded = load_documents(cfg.layout(), [d.doc_id for d in docs], record)
+        progress.add(pages=pages, docs=len(docs))
+        record.metrics["stage_seconds"]["load"] = round(progress.done(), 3)
+        record_run(cfg.layout(), record)  # again, now with the load's own seconds
         statuses: dict[str, int] = {}
         for doc in docs:
             statuses[doc.status or "unknown"] = statuses.get(doc.status or "unknown", 0) + 1

@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chandra_ocr.progress import Progress
+
 log = logging.getLogger(__name__)
 
 _GLOB_CHARS = frozenset("*?[")
@@ -61,6 +63,7 @@ def discover(
     result = Discovery()
     seen_files: set[str] = set()
     seen_ids: dict[str, str] = {}
+    progress = Progress(f"discover {source}", 0, log)  # files hashed so far, every 10 s on a long walk
     for path, refusal in _candidates(str(source)):
         if limit is not None and len(result.new) >= limit:
             break
@@ -71,6 +74,7 @@ def discover(
             continue
         seen_files.add(path)
         found = _inspect(path, now, settle_seconds, modified_since, modified_until, result)
+        progress.add(docs=1)
         if found is None:
             continue
         other = seen_ids.setdefault(found.doc_id, found.path)
