@@ -221,10 +221,13 @@ def assemble_document(
         if page is None:
             raise StoreError(f"page {n} of {ref.doc_id} has no checkpoint; rerun the extract stage")
         doc.pages.append(page)
-    failed = sum(p.status == "failed" for p in doc.pages)
-    if failed and failed / max(doc.n_pages, 1) > options.failed_page_budget:
+    failed = [p for p in doc.pages if p.status == "failed"]
+    if failed and len(failed) / max(doc.n_pages, 1) > options.failed_page_budget:
         doc.status = "partial"
-        doc.error = f"{failed} of {doc.n_pages} pages could not be read"
+        first = failed[0]
+        doc.error = (
+            f"{len(failed)} of {doc.n_pages} pages could not be read (page {first.page_no}: {first.error})"
+        )
     return doc
 
 
