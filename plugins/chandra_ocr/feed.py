@@ -28,7 +28,7 @@ import duckdb
 
 from chandra_ocr.errors import StoreError
 from chandra_ocr.store.atomic import write_atomic
-from chandra_ocr.store.duckdb_store import connect
+from chandra_ocr.store.duckdb_store import connect, transaction
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.schema import apply_schema
 
@@ -81,13 +81,8 @@ def export_changes(layout: KbLayout, feed: str = "vector", wait_s: float = 120.0
     con = connect(layout, wait_s=wait_s)
     try:
         apply_schema(con)
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             result = _export(con, layout, feed)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     finally:
         con.close()
     log.info(

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -47,6 +48,18 @@ def connect(layout: KbLayout, *, read_only: bool = False, wait_s: float = 120.0)
                 raise StoreError(f"cannot open {layout.duckdb_path}: {e}") from e
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN … COMMIT around the block; ROLLBACK (and re-raise) on any exception."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def known_documents(layout: KbLayout) -> dict[str, str]:
@@ -98,15 +111,10 @@ def load_documents(layout: KbLayout, doc_ids: Iterable[str], run: RunRecord | No
         if not doc_ids:
             counts = dict.fromkeys(SHARD_TABLES, 0)
         else:
-            con.execute("BEGIN TRANSACTION")
-            try:
+            with transaction(con):
                 counts = _upsert(con, layout, doc_ids)
                 if run is not None:
                     _record_run(con, run)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
         log.info("loaded %d document(s) into %s: %s", len(doc_ids), layout.duckdb_path, counts)
         return counts
     finally:
@@ -187,8 +195,7 @@ def forget_documents(layout: KbLayout, doc_ids: Iterable[str]) -> dict[str, int]
     con = connect(layout)
     try:
         apply_schema(con)
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE forget_ids AS SELECT unnest(?::VARCHAR[]) AS doc_id", [doc_ids]
             )
@@ -201,10 +208,6 @@ def forget_documents(layout: KbLayout, doc_ids: Iterable[str]) -> dict[str, int]
                 where = "WHERE doc_id IN (SELECT doc_id FROM forget_ids)"
                 counts[table] = con.execute(f"SELECT count(*) FROM {table} {where}").fetchall()[0][0]
                 con.execute(f"DELETE FROM {table} {where}")
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     finally:
         con.close()
     for doc_id in doc_ids:

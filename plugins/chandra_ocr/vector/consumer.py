@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from chandra_ocr.errors import StoreError
+from chandra_ocr.store.duckdb_store import transaction
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector.embedder import Embedder
 from chandra_ocr.vector.index import COLUMNS, Hit, last_applied, open_index, search
@@ -90,25 +91,21 @@ def _apply_file(
     ops = table.column("op").to_pylist()
     deletes = table.filter(pa.array([op == "delete" for op in ops]))
     upserts = table.filter(pa.array([op == "upsert" for op in ops])).select(COLUMNS.split(", "))
-    con.execute("BEGIN TRANSACTION")
+    con.register("outbox_deletes", deletes.select(["chunk_id"]))
+    con.register("outbox_upserts", upserts)
     try:
-        con.register("outbox_deletes", deletes.select(["chunk_id"]))
-        con.register("outbox_upserts", upserts)
-        embedded = _stage(con, embedder)  # before the deletes: a moved chunk's vector is reused
-        con.execute("DELETE FROM vectors WHERE chunk_id IN (SELECT chunk_id FROM outbox_deletes)")
-        dim = embedder.dim
-        con.execute(
-            f"INSERT OR REPLACE INTO vectors SELECT {COLUMNS}, embedding::FLOAT[{dim}], now() FROM staged"
-        )
-        con.execute("DROP TABLE staged")
-        con.execute(
-            "INSERT OR REPLACE INTO applied_exports VALUES (?, ?, ?, ?, ?, ?, now())",
-            [feed, export_no, str(path), upserts.num_rows, deletes.num_rows, embedded],
-        )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        with transaction(con):
+            embedded = _stage(con, embedder)  # before the deletes: a moved chunk's vector is reused
+            con.execute("DELETE FROM vectors WHERE chunk_id IN (SELECT chunk_id FROM outbox_deletes)")
+            dim = embedder.dim
+            con.execute(
+                f"INSERT OR REPLACE INTO vectors SELECT {COLUMNS}, embedding::FLOAT[{dim}], now() FROM staged"
+            )
+            con.execute("DROP TABLE staged")
+            con.execute(
+                "INSERT OR REPLACE INTO applied_exports VALUES (?, ?, ?, ?, ?, ?, now())",
+                [feed, export_no, str(path), upserts.num_rows, deletes.num_rows, embedded],
+            )
     finally:
         con.unregister("outbox_deletes")
         con.unregister("outbox_upserts")
