@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from ingested import ODD_NAME, IngestedKb
 
 from chandra_ocr.config import IngestOptions, PdfOptions
-from chandra_ocr.pipeline import RunSummary, run
-from chandra_ocr.store.duckdb_store import connect
-from chandra_ocr.store.layout import KbLayout
-
-# A file name that must be escaped in HTML (and still be a valid file name).
-ODD_NAME = 'memo <b>&"copy".pdf'
-
-
-@dataclass(frozen=True)
-class IngestedKb:
-    kb: Path
-    summary: RunSummary
-
-    def rows(self, sql: str) -> list[tuple]:
-        con = connect(KbLayout(self.kb), read_only=True)
-        try:
-            return con.execute(sql).fetchall()
-        finally:
-            con.close()
+from chandra_ocr.pipeline import run
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import re
 
 import pytest
 from bs4 import BeautifulSoup
-from conftest import ODD_NAME
+from ingested import ODD_NAME
 from PIL import Image
 
 from chandra_ocr.cli import main

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
-import multiprocessing
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -21,6 +20,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from chandra_ocr.airflow.hooks import VllmHook
 from chandra_ocr.airflow.settings import POOLS_VARIABLE, VARIABLE, RunConfig, resolve_run_config
+from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.extract import extract_batch
 from chandra_ocr.feed import export_changes
@@ -33,21 +33,6 @@ from chandra_ocr.progress import Progress
 from chandra_ocr.store.duckdb_store import RunRecord, load_documents, record_run
 
 log = logging.getLogger(__name__)
-
-
-def allow_worker_processes() -> None:
-    """Let this task process start the PDF worker processes when it runs under a Celery worker.
-
-    Celery's prefork pool runs billiard processes, which install themselves as ``multiprocessing``'s
-    current process: daemonic, with an authkey that refuses to be pickled. Airflow 3 runs each task
-    in a fork of one, where ``multiprocessing`` would then refuse to start children. The task
-    process is no pool member and joins its own workers, so it gets a plain, non-daemonic identity.
-    """
-    current = multiprocessing.current_process()
-    if current.daemon or not isinstance(current, multiprocessing.process.BaseProcess):
-        config = current._config  # type: ignore[attr-defined]
-        config["daemon"] = False
-        config["authkey"] = multiprocessing.process.AuthenticationString(os.urandom(32))
 
 
 class PreflightOperator(BaseOperator):

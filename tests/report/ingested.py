@@ -1,0 +1,28 @@
+"""The knowledge base the report tests read, and how they query it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from chandra_ocr.pipeline import RunSummary
+from chandra_ocr.store.duckdb_store import connect
+from chandra_ocr.store.layout import KbLayout
+
+# A file name that must be escaped in HTML (and still be a valid file name).
+ODD_NAME = 'memo <b>&"copy".pdf'
+
+
+@dataclass(frozen=True)
+class IngestedKb:
+    """A knowledge base and the summary of the run that built it."""
+
+    kb: Path
+    summary: RunSummary
+
+    def rows(self, sql: str) -> list[tuple]:
+        con = connect(KbLayout(self.kb), read_only=True)
+        try:
+            return con.execute(sql).fetchall()
+        finally:
+            con.close()
