@@ -36,7 +36,7 @@ test: venv
 
 ## test-fast: unit tests only (no vLLM engine, nothing marked slow)
 test-fast: venv
-	$(INSTALL) -e ".[airflow,test,embed]"
+	$(INSTALL) -e ".[airflow,celery,test,embed]"
 	$(VENV)/bin/python -m pytest -q -m "not vllm and not slow"
 
 lint: venv

@@ -39,5 +39,7 @@ def write_report(kb_dir: str | Path, out_dir: str | Path | None = None) -> Repor
     write_text_atomic(files.html, render_html(data, chart_pngs(data)))
     png = overview_png(data)
     write_atomic(files.png, lambda tmp: tmp.write_bytes(png))
+    for path in (files.html, files.png):
+        path.chmod(0o644)  # for people and web servers, not only this user
     log.info("run report of %s: %s (%s)", layout.root, files.html, files.png)
     return files

@@ -24,8 +24,9 @@ def _documents(ax: Any, data: ReportData) -> None:
         return
     names = [r[0] for r in rows]
     bars = ax.bar(names, [r[1] for r in rows], color=[STATUS_COLOURS.get(n, "#607d8b") for n in names])
-    ax.bar_label(bars, labels=[f"{r[1]} docs\n{r[2]} pages" for r in rows], fontsize=8)
+    ax.bar_label(bars, labels=[f"{_n(r[1], 'doc')}\n{_n(r[2], 'page')}" for r in rows], fontsize=8)
     ax.set_ylabel("documents")
+    ax.yaxis.set_major_locator(_integer_ticks())
     ax.margins(y=0.25)
 
 
@@ -40,6 +41,7 @@ def _pages(ax: Any, data: ReportData) -> None:
         ax.barh(groups, counts, left=left, label=status, color=STATUS_COLOURS.get(status, "#607d8b"))
         left = [a + b for a, b in zip(left, counts, strict=True)]
     ax.set_xlabel("pages (route / engine, coloured by page status)")
+    ax.xaxis.set_major_locator(_integer_ticks())
     ax.legend(fontsize=8)
 
 
@@ -50,7 +52,8 @@ def _throughput(ax: Any, data: ReportData) -> None:
     for moment, pages in data.ingested:
         total += pages
         times.append((moment, total))
-    ax.step([t for t, _ in times], [n for _, n in times], where="post", color="#1565c0")
+    when, pages = [t for t, _ in times], [n for _, n in times]
+    ax.plot(when, pages, drawstyle="steps-post", marker="o", markersize=3, color="#1565c0")
     ax.set_ylabel("pages in the knowledge base")
     ax.tick_params(axis="x", labelrotation=20, labelsize=8)
     if data.runs:
@@ -96,7 +99,7 @@ def _compression(ax: Any, data: ReportData) -> None:
     ax.bar([i - 0.2 for i in x], [r[2] / MB for r in rows], width=0.4, label="original", color="#90a4ae")
     after = ax.bar([i + 0.2 for i in x], [r[3] / MB for r in rows], width=0.4, label="used", color="#00838f")
     ax.bar_label(after, labels=[f"-{1 - r[3] / r[2]:.0%}" if r[2] else "" for r in rows], fontsize=8)
-    ax.set_xticks(list(x), [f"{r[0]} ({r[1]} docs)" for r in rows], fontsize=8)
+    ax.set_xticks(list(x), [f"{r[0]} ({_n(r[1], 'doc')})" for r in rows], fontsize=8)
     ax.set_ylabel("MB")
     ax.legend(fontsize=8)
 
@@ -111,9 +114,19 @@ CHARTS: dict[str, tuple[str, Callable[[Any, ReportData], None]]] = {
 }
 
 
+def _integer_ticks() -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def _has(ax: Any, rows: list) -> bool:
     if not rows:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="#757575")
+        ax.text(0.5, 0.5, "none", ha="center", va="center", transform=ax.transAxes, color="#757575")
         ax.set_xticks([])
         ax.set_yticks([])
     return bool(rows)
