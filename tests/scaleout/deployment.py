@@ -151,7 +151,8 @@ def airflow_env(home: Path, dsn: str, broker: str, api_port: int) -> dict[str, s
     """The configuration every Airflow component of the deployment shares."""
     pg = dict(part.split("=", 1) for part in dsn.split())
     url = f"postgresql://{pg['user']}@{pg['host']}:{pg['port']}/{pg['dbname']}"
-    return dict(os.environ) | {
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "CHANDRA_OCR_"))}
+    return inherited | {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
