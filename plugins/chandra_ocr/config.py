@@ -34,6 +34,7 @@ class PdfOptions:
     compress_min_image_pixels: int = 1_000_000  # only documents with an image this large are compressed
     ocr_dpi: int = 200  # render resolution for OCR pages (before the pixel cap)
     max_pixels: int = 6_291_456  # never render an OCR page larger than this
+    native_tables: bool = True  # find ruled tables on text pages (~30–300 ms per page with rules)
     min_text_chars: int = 40  # fewer extractable characters than this → OCR route
     max_bad_glyph_ratio: float = 0.3  # more replacement/unmapped glyphs than this → OCR route
     image_cover_ratio: float = 0.8  # one image covering this share of the page → OCR route

@@ -129,3 +129,15 @@ def test_pages_without_rules_are_not_searched(corpus):
     """A prose page (pypdf's crazyones) has no drawings: no tables, and find_tables is never run."""
     with pymupdf.open(corpus / "pypdf/resources/crazyones.pdf") as doc:
         assert native_tables(doc[0]) == []
+
+
+def test_native_tables_can_be_switched_off(samples):
+    from chandra_ocr.config import PdfOptions
+    from chandra_ocr.pdf.triage import triage_document
+
+    with_tables = triage_document(str(samples / "report.pdf"), PdfOptions())
+    text_only = triage_document(str(samples / "report.pdf"), PdfOptions(native_tables=False))
+    assert [t.n_rows for t in with_tables.tables[1]] == [6]
+    assert text_only.tables == {}
+    assert "table" not in {b.label for b in text_only.text_blocks[1]}
+    assert "Millbrook" in " ".join(b.text for b in text_only.text_blocks[1])

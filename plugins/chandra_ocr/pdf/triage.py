@@ -68,7 +68,10 @@ def triage_document(
             page, blocks = _triage_page(doc, index, options, force_route)
             result.pages.append(page)
             if blocks is not None and page.route == "text":
-                blocks, tables = _with_tables(doc, index, blocks)
+                if options.native_tables:
+                    blocks, tables = _with_tables(doc, index, blocks)
+                else:
+                    tables = []
                 result.text_blocks[page.page_no] = blocks
                 if tables:
                     result.tables[page.page_no] = tables
