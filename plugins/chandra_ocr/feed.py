@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 
 from chandra_ocr.errors import StoreError
 from chandra_ocr.store.atomic import write_atomic
@@ -103,7 +104,7 @@ def _export(con: duckdb.DuckDBPyConnection, layout: KbLayout, feed: str) -> Feed
     upserts, deletes, until = con.execute(
         "SELECT count(*) FILTER (op = 'upsert'), count(*) FILTER (op = 'delete'), max(changed_at) "
         "FROM feed_changes"
-    ).fetchone()
+    ).fetchall()[0]  # fetched to the end: the connection has no unfinished result for the export
     if until is None:
         return FeedExport(feed, last_no, None, 0, 0, since, since)
     export_no = last_no + 1
@@ -126,10 +127,13 @@ def _export(con: duckdb.DuckDBPyConnection, layout: KbLayout, feed: str) -> Feed
 
 
 def _copy(con: duckdb.DuckDBPyConnection, tmp: Path, meta: dict[str, str]) -> None:
-    """COPY the ordered changes to ``tmp`` (literals only: COPY takes no parameters)."""
-    kv = ", ".join(f"{k}: {_literal(v)}" for k, v in meta.items())
-    con.execute(f"COPY ({_ORDERED}) TO {_literal(str(tmp))} (FORMAT parquet, KV_METADATA {{{kv}}})")
+    """Stream the ordered changes into the Parquet file ``tmp``, ``meta`` in its key-value metadata.
 
-
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+    Written with pyarrow rather than ``COPY ... TO 'path'``: COPY takes no parameters, and a path
+    (from the user's KB folder) is never spliced into SQL text.
+    """
+    reader = con.sql(_ORDERED).to_arrow_reader()
+    schema = reader.schema.with_metadata({**(reader.schema.metadata or {}), **meta})
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for batch in reader:
+            writer.write_batch(batch)

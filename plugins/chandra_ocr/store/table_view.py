@@ -36,15 +36,14 @@ def table_relation(con: duckdb.DuckDBPyConnection, doc_id: str, page_no: int, ta
     ).fetchall()
     if not columns:
         raise StoreError(f"no table {table_no} on page {page_no} of document {doc_id}")
+    # Column names come from the document (header labels): they are set on the Arrow result, never
+    # spliced into SQL text; the query itself names its columns c0, c1, ...
     picks = ", ".join(
-        f"max(text) FILTER (WHERE col = {int(col)}) AS {_identifier(name)}" for col, name in columns
+        f"max(text) FILTER (WHERE col = {int(col)}) AS c{i}" for i, (col, _) in enumerate(columns)
     )
     sql = (
         f'SELECT "row", {picks} FROM kb_table_cells($doc, $page, $tab) '
         'WHERE NOT is_header GROUP BY "row" ORDER BY "row"'
     )
-    return con.sql(sql, params={"doc": doc_id, "page": int(page_no), "tab": int(table_no)})
-
-
-def _identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    rows = con.sql(sql, params={"doc": doc_id, "page": int(page_no), "tab": int(table_no)}).to_arrow_table()
+    return con.from_arrow(rows.rename_columns(["row", *(str(name) for _, name in columns)]))
