@@ -17,9 +17,16 @@ from typing import Any
 
 from airflow.sdk import Asset, BaseOperator, Context, Variable, conf
 from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.log import mask_secret
 
 from chandra_ocr.airflow.hooks import VllmHook
-from chandra_ocr.airflow.settings import POOLS_VARIABLE, VARIABLE, RunConfig, resolve_run_config
+from chandra_ocr.airflow.settings import (
+    PASSWORDS_VARIABLE,
+    POOLS_VARIABLE,
+    VARIABLE,
+    RunConfig,
+    resolve_run_config,
+)
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.extract import extract_batch
@@ -27,6 +34,7 @@ from chandra_ocr.feed import export_changes
 from chandra_ocr.manifest import Batch, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine, resolve_kind
+from chandra_ocr.passwords import PasswordBook, parse_passwords
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan
 from chandra_ocr.progress import Progress
@@ -202,7 +210,7 @@ class ChandraOcrOperator(_BatchOperator):
         self.ocr_engine.start()
         try:
             with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
-                extract_batch(batch, cfg.layout(), options, self.ocr_engine, workers)
+                extract_batch(batch, cfg.layout(), options, self.ocr_engine, workers, _pdf_passwords())
             log.info(
                 "batch %s: %s; engine metrics %s", batch.batch_id, batch.counts, self.ocr_engine.metrics()
             )
@@ -213,6 +221,18 @@ class ChandraOcrOperator(_BatchOperator):
     def on_kill(self) -> None:
         if "ocr_engine" in self.__dict__:
             self.ocr_engine.close()
+
+
+def _pdf_passwords() -> PasswordBook | None:
+    """The passwords of encrypted PDFs in the JSON Variable ``chandra_ocr_pdf_passwords`` (each value
+    masked in task logs); None when it is not set (then ``pdf.passwords_file`` of the options, if any)."""
+    raw = Variable.get(PASSWORDS_VARIABLE, default=None)
+    if raw is None:
+        return None
+    book = parse_passwords(raw, f"Variable {PASSWORDS_VARIABLE!r}")
+    for password in book.entries.values():
+        mask_secret(password)
+    return book
 
 
 class AssembleOperator(_BatchOperator):

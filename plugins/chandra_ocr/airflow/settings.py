@@ -23,6 +23,9 @@ from chandra_ocr.store.layout import KbLayout
 
 VARIABLE = "chandra_ocr"  # JSON Variable with run settings (keys as in RUN_ENV)
 POOLS_VARIABLE = "chandra_ocr_pools"  # written by the setup command: {pool name: slots}
+# JSON {doc_id | path ending | file name: password} of encrypted PDFs (chandra_ocr.passwords), read by
+# the OCR task only: never part of a manifest or an XCom; the values are masked in task logs.
+PASSWORDS_VARIABLE = "chandra_ocr_pdf_passwords"
 
 # Run settings: name → environment variable. "options" is JSON with further IngestOptions keys
 # (pdf, chunk, engine_options, failed_page_budget, ...).
