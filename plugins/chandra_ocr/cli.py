@@ -33,6 +33,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-compress", action="store_true", help="skip Ghostscript/PyMuPDF pre-compression")
     run.add_argument("--workers", type=int, default=2, help="PDF worker processes")
+    run.add_argument(
+        "--passwords-file",
+        help="JSON {doc_id | path ending | file name: password} for encrypted PDFs (never logged)",
+    )
     run.add_argument("--limit", type=int, help="at most this many new documents")
     run.add_argument(
         "--reprocess", action="store_true", help="redo documents ingested under an older pipeline version"
@@ -107,7 +111,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         batch_pages=args.batch_pages,
         reprocess=args.reprocess,
         pdf=PdfOptions(
-            settle_seconds=args.settle_seconds, compress=not args.no_compress, workers=args.workers
+            settle_seconds=args.settle_seconds,
+            compress=not args.no_compress,
+            workers=args.workers,
+            passwords_file=args.passwords_file,
         ),
         engine_options=_engine_options(args.engine_option),
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -141,3 +143,22 @@ def test_an_encrypted_page_on_the_ocr_route_is_rendered_with_its_password(corpus
     assert status == [("ingested", None)]
     assert [p[:3] for p in pages] == [("ocr", "cpu", "ok")]
     assert "Health" in text and "Outlay" in text  # Tesseract read the rendered (decrypted) page
+
+
+@pytest.mark.corpus
+def test_the_cli_takes_a_passwords_file_and_prints_no_password(corpus: Path, tmp_path: Path):
+    src = tmp_path / "in"
+    src.mkdir()
+    rel = "pdfminer/samples/encryption/aes-256-r6.pdf"
+    shutil.copy(corpus / rel, src / "secret.pdf")
+    secrets_file = tmp_path / "passwords.json"
+    secrets_file.write_text(json.dumps({"secret.pdf": KNOWN[rel][0]}), encoding="utf-8")
+    kb = tmp_path / "kb"
+    done = subprocess.run(
+        [sys.executable, "-m", "chandra_ocr.cli", "-v", "run", str(src), "--kb", str(kb), "--engine", "text",
+         "--settle-seconds", "0", "--passwords-file", str(secrets_file)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "{'ingested': 1}" in done.stdout
+    assert KNOWN[rel][0] not in done.stdout + done.stderr
