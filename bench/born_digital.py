@@ -61,10 +61,9 @@ def with_pymupdf4llm(files: list[Path]) -> float | None:
     return time.perf_counter() - t0
 
 
-def pipeline(src: Path, kb: Path, workers: int, compress: bool) -> float:
-    options = IngestOptions(
-        engine="text", pdf=PdfOptions(settle_seconds=0, workers=workers, compress=compress)
-    )
+def pipeline(src: Path, kb: Path, workers: int, native_tables: bool) -> float:
+    pdf = PdfOptions(settle_seconds=0, workers=workers, native_tables=native_tables)
+    options = IngestOptions(engine="text", pdf=pdf)
     t0 = time.perf_counter()
     run(src, kb, options)
     return time.perf_counter() - t0
