@@ -13,6 +13,7 @@ import multiprocessing
 import pickle
 import resource
 import signal
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any, TypeVar
@@ -185,9 +186,15 @@ def _translated(source: pebble.ProcessFuture, what: str, timeout: float, limit_m
         else:
             target.set_exception(_project_error(error, what, timeout, limit_mb))
 
+    # Only a weak reference back to ``source``: a strong one would close a reference cycle (source →
+    # relay → target → cancel_source → source) that keeps every finished render's pixels (tens of MB)
+    # alive until the cyclic garbage collector happens to run.
+    source_ref = weakref.ref(source)
+
     def cancel_source(done: Future) -> None:
-        if done.cancelled():
-            source.cancel()
+        pending = source_ref()
+        if done.cancelled() and pending is not None:
+            pending.cancel()
 
     target.add_done_callback(cancel_source)
     source.add_done_callback(relay)
