@@ -20,7 +20,6 @@ import json
 import os
 import platform
 import re
-import resource
 import sys
 import tempfile
 import threading
@@ -101,21 +100,23 @@ def reason_class(status: str, error: str | None) -> str:
 
 
 class MemorySampler(threading.Thread):
-    """Samples the summed and the largest RSS of this process and its descendants every 0.2 s."""
+    """Samples RSS every 0.2 s: the sum over this process and its descendants, this process alone,
+    and the largest descendant (PDF workers, Tesseract, Ghostscript)."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
-        self.peak_tree = self.peak_process = 0
-        self._stop = threading.Event()
+        self.peak_tree = self.peak_main = self.peak_descendant = 0
+        self._halt = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(0.2):
-            sizes = [_rss(pid) for pid in _tree(os.getpid())]
-            self.peak_tree = max(self.peak_tree, sum(sizes))
-            self.peak_process = max(self.peak_process, max(sizes, default=0))
+        while not self._halt.wait(0.2):
+            main, *rest = [_rss(pid) for pid in _tree(os.getpid())]
+            self.peak_tree = max(self.peak_tree, main + sum(rest))
+            self.peak_main = max(self.peak_main, main)
+            self.peak_descendant = max(self.peak_descendant, max(rest, default=0))
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
 
 
@@ -240,9 +241,9 @@ def sweep(corpus: Path, kb: Path, engine: str, passwords_file: Path) -> dict:
         "refused": summary.discovery.refused,
         "memory_mb": {
             "peak_tree_rss": round(sampler.peak_tree / 2**20),
-            "peak_process_rss": round(sampler.peak_process / 2**20),
-            "main_maxrss": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "children_maxrss": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+            "peak_main_process_rss": round(sampler.peak_main / 2**20),
+            "peak_descendant_rss": round(sampler.peak_descendant / 2**20),
+            "worker_address_space_cap": options.pdf.memory_limit_mb,
         },
         "options": asdict(options) | {"pdf": asdict(options.pdf) | {"passwords_file": "(corpus passwords)"}},
     }
