@@ -28,13 +28,15 @@ def _free_port() -> int:
 
 
 class AirflowStack:
-    """``airflow standalone`` for the DAGs of ``dags/``; ``env`` adds CHANDRA_OCR_* settings."""
+    """``airflow standalone`` for the DAGs of ``dags/``; ``env`` adds CHANDRA_OCR_* settings. Nothing
+    AIRFLOW*/CHANDRA_OCR_* of the test process (e.g. the in-process Airflow tests' setup) leaks in."""
 
     def __init__(self, home: Path, env: dict[str, str]) -> None:
         self.home = home
         port = _free_port()
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "CHANDRA_OCR_"))}
         self.env = (
-            os.environ
+            inherited
             | {
                 "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # standalone runs `airflow ...`
                 "AIRFLOW_HOME": str(home),
