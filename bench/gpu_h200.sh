@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The H200 runs behind bench/results/gpu_h200.json, in two phases on a two-GPU machine.
-#   one: GPU 0 the Qwen2.5-VL-7B shape, GPU 1 the Chandra 2 then the LightOnOCR-2 shape (bench/gpu_h200.py engine)
-#   two: both GPUs: the operator's multi-GPU mode, then `vllm serve --data-parallel-size 2`
+# The H200 runs behind bench/results/gpu_h200.json, in two commands on a two-GPU machine (each < 10 min).
+#   one: GPU 0 the Qwen2.5-VL-7B shape in-process (bench/gpu_h200.py engine), then the same shape behind
+#        `vllm serve` (serve --dp 1); GPU 1 the Chandra 2 then the LightOnOCR-2 shape in-process
+#   two: both GPUs: the operator's multi-GPU mode (one engine per GPU), then `vllm serve --data-parallel-size 2`
+#   single: a one-GPU machine: the Qwen2.5-VL-7B shape, then Chandra 2
 # Usage (repo root, vLLM importable): bench/gpu_h200.sh one|two|single OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
 set -u
@@ -23,15 +25,16 @@ shape() { echo "--shape $1 --model $M/$1 --source $SRC"; }
 case $PHASE in
   one)
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
-    (job qwen 0 420 engine $(shape qwen2_5_vl_7b) --pages 256 --sweep 128,192 --barrier-pages 84) &
-    (job chandra 1 250 engine $(shape chandra_ocr_2) --pages 256 --sweep "" --barrier-pages 84
-     job lighton 1 170 engine $(shape lightonocr_2_1b) --pages 256 --sweep "" --barrier-pages 84) &
+    (job qwen 0 360 engine $(shape qwen2_5_vl_7b) --pages 256 --sweep 128,192 --barrier-pages 84
+     job serve1 0 190 serve $(shape qwen2_5_vl_7b) --dp 1 --pages 256) &
+    (job chandra 1 320 engine $(shape chandra_ocr_2) --pages 256 --sweep "" --barrier-pages 84
+     job lighton 1 220 engine $(shape lightonocr_2_1b) --pages 256 --sweep "" --barrier-pages 84) &
     wait ;;
   single)  # a one-GPU machine: the Qwen2.5-VL-7B shape, then Chandra 2 while time lasts
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
     job qwen 0 330 engine $(shape qwen2_5_vl_7b) --pages 256 --sweep 128 --barrier-pages 84
     job chandra 0 250 engine $(shape chandra_ocr_2) --pages 256 --sweep "" --barrier-pages 84 ;;
   two)
-    job multi 0,1 200 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512
-    job serve2 0,1 240 serve $(shape qwen2_5_vl_7b) --dp 2 --pages 512 ;;
+    job multi 0,1 230 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512
+    job serve2 0,1 300 serve $(shape qwen2_5_vl_7b) --dp 2 --pages 512 ;;
 esac
