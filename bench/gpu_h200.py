@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import importlib.util
 import json
 import logging
 import os
@@ -71,6 +72,10 @@ def shape_preset(shape: str, model: Path, output_tokens: int):
         "enable_prefix_caching": False,  # the modes read the same pages: no reuse between them
         "mm_processor_cache_gb": 0,
     }
+    if shape == "chandra_ocr_2" and importlib.util.find_spec("flashinfer") is None:
+        # Chandra 2's linear-attention (GDN) layers prefill with FlashInfer on Hopper by default; a
+        # vLLM wheel shipped without it must use the Triton kernels (vLLM's own installs have both).
+        engine_args["gdn_prefill_backend"] = "triton"
     return dataclasses.replace(
         preset, sampling=sampling, engine_args=engine_args, expected_output_tokens=output_tokens
     )
@@ -85,6 +90,7 @@ def make_engine(args: argparse.Namespace, in_flight: int | None = None):
         repetition_detection=None,  # ignore_eos output may loop; every page must run to its length
         extra_sampling={"ignore_eos": True},
         in_flight_pages=in_flight,
+        paging=args.paging,
     )
     return VllmEngine(preset, options)
 
@@ -105,6 +111,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     engine.start()
     record: dict[str, Any] = {"job": "engine", "shape": args.shape, "engine_load_s": time.perf_counter() - t0}
+    record["paging_overrides"] = args.paging
     record["engine"] = engine.metrics()
     sizer_in_flight = engine.in_flight_pages
     try:
@@ -119,6 +126,8 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
                 "b0": lambda: gs.from_images(engine, images),
             }
             for name, fn in modes.items():
+                if name not in args.modes:
+                    continue
                 record[name] = gs.measure(fn)
                 log.info("%s mode %s: %s", args.shape, name, record[name])
                 save(record, args.out)
@@ -299,13 +308,23 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=28, help="barrier batch size of mode (c)")
     p.add_argument("--barrier-pages", type=int, default=112, help="pages read in mode (c)")
     p.add_argument("--sweep", type=lambda s: [int(v) for v in s.split(",") if v], default=[64, 128])
+    p.add_argument("--modes", type=lambda s: s.split(","), default=["a", "b", "c", "b0"])
+    p.add_argument("--paging", type=paging_override, action="append", default=[],
+                   help="KEY=INT sizer override (max_num_seqs, max_num_batched_tokens), repeatable")
     p.add_argument("--gpus", default="0,1")
     p.add_argument("--dp", type=int, default=1, help="vllm serve --data-parallel-size")
     p.add_argument("--port", type=int, default=8011)
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world", type=int, default=1)
     p.add_argument("--go", default="")
-    return p.parse_args()
+    args = p.parse_args()
+    args.paging = dict(args.paging)
+    return args
+
+
+def paging_override(text: str) -> tuple[str, int]:
+    key, _, value = text.partition("=")
+    return key, int(value)
 
 
 def main() -> None:

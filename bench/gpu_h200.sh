@@ -3,8 +3,9 @@
 #   one: GPU 0 the Qwen2.5-VL-7B shape in-process (bench/gpu_h200.py engine), then the same shape behind
 #        `vllm serve` (serve --dp 1); GPU 1 the Chandra 2 then the LightOnOCR-2 shape in-process
 #   two: both GPUs: the operator's multi-GPU mode (one engine per GPU), then `vllm serve --data-parallel-size 2`
+#   three: GPU 0 the Chandra 2 shape again (Triton GDN prefill); GPU 1 a max_num_batched_tokens sweep
 #   single: a one-GPU machine: the Qwen2.5-VL-7B shape, then Chandra 2
-# Usage (repo root, vLLM importable): bench/gpu_h200.sh one|two|single OUTDIR
+# Usage (repo root, vLLM importable): bench/gpu_h200.sh one|two|three|single OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
 set -u
 PHASE=$1 OUTDIR=$2 W=${W:-/tmp/h200} M=bench/.work/h200/models SRC=bench/.work/h200/pdfs
@@ -34,6 +35,12 @@ case $PHASE in
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
     job qwen 0 330 engine $(shape qwen2_5_vl_7b) --pages 256 --sweep 128 --barrier-pages 84
     job chandra 0 250 engine $(shape chandra_ocr_2) --pages 256 --sweep "" --barrier-pages 84 ;;
+  three)  # GPU 0 the Chandra 2 shape; GPU 1 the sizer's max_num_batched_tokens against larger ones (Qwen shape)
+    (job chandra 0 480 engine $(shape chandra_ocr_2) --pages 256 --sweep "" --barrier-pages 84) &
+    (for t in 8192 16384; do
+       job "mnbt$t" 1 200 engine $(shape qwen2_5_vl_7b) --pages 256 --sweep "" --modes b0 --paging max_num_batched_tokens=$t
+     done) &
+    wait ;;
   two)
     job multi 0,1 230 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512
     job serve2 0,1 300 serve $(shape qwen2_5_vl_7b) --dp 2 --pages 512 ;;
