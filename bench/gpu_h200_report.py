@@ -59,25 +59,88 @@ def engine_summary(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def add_paging_sweep(shape: dict[str, Any], job: dict[str, Any]) -> None:
+    """Fold an engine restarted with other paging values (mode b0 only) into the shape's sizer check."""
+    sizer = shape["engine"]["paging_plan"]
+    sweep = shape.setdefault(
+        "paging_sweep",
+        {
+            "what": "engine restarted with other paging values, mode b0 (our engine on pre-rendered pages)",
+            "runs": [
+                {
+                    "paging": "sizer",
+                    **{k: sizer[k] for k in ("max_num_seqs", "max_num_batched_tokens")},
+                    "pages_per_s": shape["modes"]["b0"]["pages_per_s"],
+                }
+            ],
+        },
+    )
+    plan = job["engine"]["paging_plan"]
+    sweep["runs"].append(
+        {
+            "paging": job["paging_overrides"],
+            **{k: plan[k] for k in ("max_num_seqs", "max_num_batched_tokens")},
+            "pages_per_s": job["b0"]["pages_per_s"],
+        }
+    )
+    best = max(r["pages_per_s"] for r in sweep["runs"])
+    sweep["sizer_over_sweep_best"] = round(sweep["runs"][0]["pages_per_s"] / best, 3)
+
+
+def server_summary(job: dict[str, Any]) -> dict[str, Any]:
+    keep = (
+        "shape",
+        "data_parallel_size",
+        "server_load_s",
+        "in_flight",
+        "wall_s",
+        "pages",
+        "pages_per_s",
+        "output_tok_per_s",
+        "prompt_tokens",
+        "output_tokens",
+        "engine_args",
+    )
+    return {k: job[k] for k in keep if k in job}
+
+
+def two_gpu_summary(jobs: dict[str, Any], one_gpu_b: float | None) -> dict[str, Any]:
+    """Both two-GPU set-ups, each over its one-GPU counterpart: engines over (b), dp-2 server over dp-1."""
+    out: dict[str, Any] = {}
+    if "multi" in jobs:
+        multi = {k: v for k, v in jobs["multi"].items() if k not in ("ranks", "argv")}
+        if one_gpu_b:
+            multi["scaling_over_one_gpu"] = round(multi["pages_per_s"] / one_gpu_b, 3)
+        out["engine_per_gpu"] = multi
+    if "serve2" in jobs:
+        serve = server_summary(jobs["serve2"])
+        if "serve1" in jobs:
+            serve["scaling_over_one_gpu"] = round(serve["pages_per_s"] / jobs["serve1"]["pages_per_s"], 3)
+        out["server_data_parallel_2"] = serve
+    return out
+
+
 def targets(report: dict[str, Any]) -> dict[str, Any]:
     """Each target with its measured value and whether it was met (None: not measured)."""
     found: dict[str, Any] = {}
     for shape, s in report["shapes"].items():
         for key in ("b_over_a", "b_over_c"):
             found[f"{shape}.{key}"] = (s.get(key), TARGETS[key])
-        if "sweep" in s:
-            found[f"{shape}.sizer_over_sweep_best"] = (
-                s["sweep"]["sizer_over_sweep_best"],
-                TARGETS["sizer_over_sweep_best"],
-            )
+        for sweep in ("sweep", "paging_sweep"):
+            if sweep in s:
+                found[f"{shape}.{sweep}.sizer_over_sweep_best"] = (
+                    s[sweep]["sizer_over_sweep_best"],
+                    TARGETS["sizer_over_sweep_best"],
+                )
     qwen = report["shapes"].get("qwen2_5_vl_7b", {}).get("modes", {})
     for k in ("a", "b"):  # the raw engine and ours, each against the same bar
         rate = qwen.get(k, {}).get("pages_per_s")
         found[f"qwen2_5_vl_7b_pages_per_s.{k}"] = (rate, TARGETS["qwen2_5_vl_7b_pages_per_s"])
-    found["two_gpu_scaling"] = (
-        report.get("two_gpus", {}).get("scaling_over_one_gpu"),
-        TARGETS["two_gpu_scaling"],
-    )
+    for setup in ("engine_per_gpu", "server_data_parallel_2"):
+        found[f"two_gpu_scaling.{setup}"] = (
+            report["two_gpus"].get(setup, {}).get("scaling_over_one_gpu"),
+            TARGETS["two_gpu_scaling"],
+        )
     return {k: {"value": v, "target": t, "met": None if v is None else v >= t} for k, (v, t) in found.items()}
 
 
@@ -96,19 +159,22 @@ def main() -> None:
         "per page is the real model's, the text is noise; real pages end at their own length",
         "shapes": {},
     }
-    for job in jobs.values():
-        if job.get("job") == "engine" or {"a", "b"} & set(job):
+    engines = [j for j in jobs.values() if j.get("job") == "engine"]
+    for job in engines:
+        if not job.get("paging_overrides"):
             report["shapes"][job["shape"]] = engine_summary(job)
             report.setdefault("vllm_version", job.get("engine", {}).get("vllm_version"))
-    one = report["shapes"].get("qwen2_5_vl_7b", {}).get("modes", {}).get("b", {}).get("pages_per_s")
-    if "multi" in jobs:
-        multi = jobs["multi"]
-        report["two_gpus"] = {k: v for k, v in multi.items() if k != "ranks"}
-        if one:
-            report["two_gpus"]["scaling_over_one_gpu"] = round(multi["pages_per_s"] / one, 3)
-    for name in ("serve1", "serve2"):
-        if name in jobs:
-            report[name] = jobs[name]
+    for job in engines:
+        if job.get("paging_overrides") and job["shape"] in report["shapes"]:
+            add_paging_sweep(report["shapes"][job["shape"]], job)
+    qwen = report["shapes"].get("qwen2_5_vl_7b", {}).get("modes", {})
+    if "serve1" in jobs:
+        report["server"] = server_summary(jobs["serve1"])
+        if "a" in qwen:
+            report["server"]["over_raw_engine_a"] = round(
+                jobs["serve1"]["pages_per_s"] / qwen["a"]["pages_per_s"], 3
+            )
+    report["two_gpus"] = two_gpu_summary(jobs, qwen.get("b", {}).get("pages_per_s"))
     report["targets"] = targets(report)
     report["not_run"] = args.not_run
     report["commands"] = json.loads(args.commands.read_text())
