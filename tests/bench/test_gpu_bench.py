@@ -1,0 +1,89 @@
+"""The GPU benchmark's own parts that run without a GPU: dummy-weight model folders and server flags.
+
+The H200 runs themselves (`bench/gpu_h200.sh`) need CUDA and real vLLM; these tests check that the
+folders they load are consistent, so a run there does not fail on a wrong token id.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load(name: str, path: Path):
+    """A bench script as a module (by path: ``build`` would clash with the PyPI package)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = load("bench_models_build", REPO / "bench" / "models" / "build.py")
+gpu_h200 = load("bench_gpu_h200", REPO / "bench" / "gpu_h200.py")
+SHAPES = build.SHAPES
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tmp_path_factory) -> dict[str, Path]:
+    """Every shape's folder, its tokenizer trained on the repo's own Markdown (no corpus needed)."""
+    text = tmp_path_factory.mktemp("text")
+    for md in REPO.glob("*.md"):
+        shutil.copy(md, text)
+    out = tmp_path_factory.mktemp("models")
+    lines = build.training_text(text)
+    return {name: build.write_model(shape, out, lines) for name, shape in SHAPES.items()}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_folder_round_trips_with_the_real_special_ids(model_dirs, name):
+    from transformers import AutoTokenizer
+
+    shape, folder = SHAPES[name], model_dirs[name]
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    build.check_ids(shape, tokenizer)  # raises on any id that moved when saved and reloaded
+    config = json.loads((folder / "config.json").read_text())
+    generation = json.loads((folder / "generation_config.json").read_text())
+    assert generation["eos_token_id"] == tokenizer.convert_tokens_to_ids(shape.eos_token)
+    assert config["architectures"] == shape.config["architectures"]
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_chat_template_puts_the_image_token_the_config_names(model_dirs, name):
+    from transformers import AutoTokenizer
+
+    shape, folder = SHAPES[name], model_dirs[name]
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Read it."}]}]
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    configs = (shape.config, shape.config.get("text_config", {}))
+    image_id = next(c[k] for c in configs for k in ("image_token_id", "image_token_index") if k in c)
+    assert ids.count(image_id) == 1
+
+
+def test_prompt_costs_about_what_the_real_tokenizer_charges(model_dirs):
+    """The bench's instruction (~100 tokens with Qwen's tokenizer) stays within 2x of that here."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dirs["qwen2_5_vl_7b"])
+    n = len(tokenizer(gpu_h200.OLMOCR_LIKE_PROMPT)["input_ids"])
+    assert 50 <= n <= 200, n
+
+
+def test_serve_flags_from_engine_args():
+    argv = gpu_h200.serve_argv(
+        {"max_num_seqs": 512, "enable_prefix_caching": False, "limit_mm_per_prompt": {"image": 1}}
+    )
+    assert argv == [
+        "--max-num-seqs",
+        "512",
+        "--no-enable-prefix-caching",
+        "--limit-mm-per-prompt",
+        '{"image": 1}',
+    ]
