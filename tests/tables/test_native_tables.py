@@ -141,3 +141,40 @@ def test_native_tables_can_be_switched_off(samples):
     assert text_only.tables == {}
     assert "table" not in {b.label for b in text_only.text_blocks[1]}
     assert "Millbrook" in " ".join(b.text for b in text_only.text_blocks[1])
+
+
+def _pages_with_tables(corpus: Path):
+    """The ruled-table pages of the accuracy set above."""
+    for pdf, page_no, *_ in CAMELOT_CASES:
+        yield corpus / CAMELOT / pdf, page_no
+    for name in TABULA_CASES:
+        yield corpus / TABULA / f"{name}.pdf", 1
+
+
+def test_grid_gate_passes_every_page_where_pymupdf_finds_a_table(corpus):
+    """The cheap gate must never skip a page that find_tables (unfiltered) has a 2 × 2 table on."""
+    from chandra_ocr.pdf.native_tables import _has_grid
+
+    for path, page_no in _pages_with_tables(corpus):
+        with pymupdf.open(path) as doc:
+            page = doc[page_no - 1]
+            if any(t.row_count >= 2 and t.col_count >= 2 for t in page.find_tables().tables):
+                assert _has_grid(page), f"{path.name} page {page_no}"
+
+
+def test_skipping_the_header_guess_changes_no_table(corpus, monkeypatch):
+    """Tables found with PyMuPDF's header guess and without it are the same, cell for cell."""
+    import contextlib
+
+    from chandra_ocr.pdf import native_tables as module
+
+    def cells(tables):
+        return [(t.bbox, [(c.row, c.col, c.rowspan, c.colspan, c.text) for c in t.cells]) for t in tables]
+
+    for path, page_no in _pages_with_tables(corpus):
+        with pymupdf.open(path) as doc:
+            fast = cells(native_tables(doc[page_no - 1]))
+            with monkeypatch.context() as m:
+                m.setattr(module, "_no_header_guess", contextlib.nullcontext)
+                slow = cells(native_tables(doc[page_no - 1]))
+        assert fast == slow, f"{path.name} page {page_no}"
