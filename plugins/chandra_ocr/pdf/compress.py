@@ -57,11 +57,11 @@ def compress_pdf(
     if src.resolve() == dst.resolve():
         raise ConfigError("compress_pdf needs a destination different from the source")
     before = src.stat().st_size
-    reference = _fingerprint(src)
-    if isinstance(reference, str):
-        return CompressResult(str(src), "none", before, before, False, reference)
     if min_image_pixels and not has_raster_images(src, min_image_pixels):
         return CompressResult(str(src), "none", before, before, False, "no large raster images")
+    reference = _fingerprint(src)  # read only when a rewrite follows: it extracts page text
+    if isinstance(reference, str):
+        return CompressResult(str(src), "none", before, before, False, reference)
     gs = shutil.which("gs")
     if method == "auto":
         method = "ghostscript" if gs else "pymupdf"
@@ -90,11 +90,21 @@ def compress_pdf(
 
 
 def has_raster_images(path: Path, min_pixels: int) -> bool:
-    """Whether any page uses an image of at least ``min_pixels`` (read from resources, nothing decoded)."""
-    with pymupdf.open(path) as doc:
-        return any(
-            img[2] * img[3] >= min_pixels for pno in range(doc.page_count) for img in doc.get_page_images(pno)
-        )
+    """Whether any page uses an image of at least ``min_pixels`` (read from resources, nothing decoded).
+
+    Unreadable or encrypted files answer True, so that ``_fingerprint`` names the reason.
+    """
+    try:
+        with pymupdf.open(path) as doc:
+            if doc.needs_pass:
+                return True
+            return any(
+                img[2] * img[3] >= min_pixels
+                for pno in range(doc.page_count)
+                for img in doc.get_page_images(pno)
+            )
+    except Exception:  # MuPDF raises several types on damaged input
+        return True
 
 
 def ghostscript_args(gs: str, src: Path, out: Path, min_dpi: int) -> list[str]:
