@@ -38,5 +38,5 @@ def document_markdown(doc: Document) -> str:
 
 
 def document_json(doc: Document) -> str:
-    """The document model as indented JSON (stable key order)."""
-    return json.dumps(doc.to_dict(), ensure_ascii=False, indent=1, sort_keys=True)
+    """The document model as JSON (stable key order; one line: the C encoder is several times faster)."""
+    return json.dumps(doc.to_dict(), ensure_ascii=False, sort_keys=True)

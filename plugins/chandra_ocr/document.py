@@ -6,7 +6,7 @@ origin top-left, x to the right, y down — the space PyMuPDF reports for words 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
 BBoxPt = tuple[float, float, float, float]
@@ -98,6 +98,13 @@ class Page:
     blocks: list[Block] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
 
+    def to_dict(self) -> dict:
+        """The page as JSON-ready dicts (``asdict`` without its deep copies: blocks are flat)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("blocks", "tables")}
+        data["blocks"] = [dict(vars(b)) for b in self.blocks]
+        data["tables"] = [asdict(t) for t in self.tables]
+        return data
+
 
 @dataclass
 class Document:
@@ -119,7 +126,9 @@ class Document:
 
     def to_dict(self) -> dict:
         """The document as JSON-ready dicts (the JSON export of the model)."""
-        return asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "pages"}
+        data["pages"] = [p.to_dict() for p in self.pages]
+        return data
 
 
 @dataclass(frozen=True)

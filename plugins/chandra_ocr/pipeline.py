@@ -67,6 +67,9 @@ class RunSummary:
         return out
 
 
+_NO_NATIVE_THREADS = ("text", "cpu")  # engines that start no native threads in this process
+
+
 def discover_new(source: str | Path, layout: KbLayout, options: IngestOptions, **filters) -> Discovery:
     """New PDFs under ``source``; with ``reprocess``, also those ingested under an older pipeline version."""
     known = known_documents(layout)
@@ -260,7 +263,8 @@ def run(
     engine = engine or build_engine(options.engine, options.preset, options.engine_options)
     batches: list[Batch] = []
     loaded: Counter[str] = Counter()
-    with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
+    fork = engine.name in _NO_NATIVE_THREADS  # workers forked from here start in milliseconds
+    with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb, fork=fork) as workers:
         batches = plan(discovery, options, workers)
         if batches:
             engine.start()

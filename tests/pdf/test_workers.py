@@ -21,16 +21,22 @@ from chandra_ocr.pdf.workers import PdfWorkers
 LIMIT_MB = 1024
 
 
-@pytest.fixture(scope="module")
-def workers():
-    with PdfWorkers(2, LIMIT_MB) as pool:
+@pytest.fixture(scope="module", params=[False, True], ids=["forkserver", "fork"])
+def workers(request):
+    with PdfWorkers(2, LIMIT_MB, fork=request.param) as pool:
+        pool.forked = request.param
         yield pool
 
 
-def test_workers_are_not_forked_from_the_caller_and_cap_memory(workers: PdfWorkers) -> None:
-    assert workers.submit(os.getppid, timeout=30).result() != os.getpid()  # forkserver child
+def test_workers_come_from_the_start_method_asked_for_and_cap_memory(workers: PdfWorkers) -> None:
+    parent = workers.submit(os.getppid, timeout=30).result()
+    soft, hard = workers.submit(resource.getrlimit, resource.RLIMIT_AS, timeout=30).result()
     limit = LIMIT_MB * 1024 * 1024
-    assert workers.submit(resource.getrlimit, resource.RLIMIT_AS, timeout=30).result() == (limit, limit)
+    assert soft == hard
+    if workers.forked:  # a child of this process: the cap is the limit on top of what it inherited
+        assert parent == os.getpid() and limit < soft < limit + 64 * 1024**3
+    else:  # a forkserver child, capped at exactly the limit
+        assert parent != os.getpid() and soft == limit
 
 
 def test_a_task_over_its_time_limit_is_killed_and_the_pool_goes_on(workers: PdfWorkers) -> None:

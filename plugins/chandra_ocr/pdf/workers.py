@@ -3,7 +3,10 @@
 MuPDF ignores Python signals (a crafted file can make it spin for minutes), so a stuck task
 is ended by killing its process (pebble does that and starts a replacement). Workers cap
 their address space, so a decompression bomb raises MemoryError instead of waking the OOM
-killer. Workers come from a forkserver, never ``fork``: the parent may run vLLM threads.
+killer. Workers come from a forkserver by default: the parent may run vLLM threads, and a
+forked child of a process with native threads can deadlock. A caller that runs no native threads
+(the text and cpu engines) may ask for ``fork``: workers then start in milliseconds with the
+parent's modules instead of a fresh interpreter importing PyMuPDF (~1.3 s per run here).
 """
 
 from __future__ import annotations
@@ -39,20 +42,25 @@ class PdfWorkers:
 
     Use as a context manager. Futures fail with ``StageTimeoutError`` (time limit: the worker
     was killed), ``BadDocumentError`` (memory limit, or the worker died, e.g. MuPDF crashed),
-    or whatever the task itself raised.
+    or whatever the task itself raised. ``fork=True`` forks workers from this process (see the
+    module doc: only while it runs no native threads); their cap is then ``memory_limit_mb``
+    on top of the address space they inherit.
     """
 
-    def __init__(self, workers: int, memory_limit_mb: int) -> None:
+    def __init__(self, workers: int, memory_limit_mb: int, *, fork: bool = False) -> None:
         if workers < 1 or memory_limit_mb < 256:
             raise ConfigError("PdfWorkers needs workers ≥ 1 and memory_limit_mb ≥ 256")
         self.workers = workers
         self.memory_limit_mb = memory_limit_mb
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(_PRELOAD)
+        if fork:
+            context = multiprocessing.get_context("fork")
+        else:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(_PRELOAD)
         self._pool = pebble.ProcessPool(
             max_workers=workers,
             initializer=_init_worker,
-            initargs=(memory_limit_mb,),
+            initargs=(memory_limit_mb, fork),
             context=context,
         )
 
@@ -156,17 +164,27 @@ def _guarded(fn: Callable[..., T], *args: Any) -> T:
         raise
 
 
-def _init_worker(limit_mb: int) -> None:
+def _init_worker(limit_mb: int, forked: bool = False) -> None:
     """Worker initializer: cap the address space (huge allocations fail with MemoryError) and let
     SIGTERM kill at once: pebble's own handler is Python code, which cannot run while MuPDF is
     busy in C, so a stuck task would otherwise linger until pebble's SIGKILL three seconds later.
-    (The pool holds the result channel's lock while it stops a worker.)"""
-    limit = limit_mb * 1024 * 1024
+    (The pool holds the result channel's lock while it stops a worker.) A forked worker's cap
+    counts from the address space it inherited."""
+    limit = limit_mb * 1024 * 1024 + (_address_space() if forked else 0)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # MuPDF prints every repaired syntax error to stdout (thousands of lines for one hostile file,
     # straight into the task log); failures that matter come back as exceptions.
     pymupdf.TOOLS.mupdf_display_errors(False)
+
+
+def _address_space() -> int:
+    """This process's mapped address space in bytes (VmSize)."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def _translated(source: pebble.ProcessFuture, what: str, timeout: float, limit_mb: int) -> Future:

@@ -7,7 +7,6 @@ model): a different model or pipeline version redoes the page.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
 from typing import Any
 
 from chandra_ocr.document import Block, Page, Table, TableCell
@@ -17,14 +16,11 @@ from chandra_ocr.store.layout import KbLayout
 
 def page_to_json(page: Page, engine_key: str) -> str:
     """Serialise a page (blocks and tables included) with the key it is valid for."""
-    data = {f.name: getattr(page, f.name) for f in fields(Page) if f.name not in ("blocks", "tables")}
-    data["blocks"] = [vars(b) for b in page.blocks]  # flat dataclasses: vars() = asdict() minus recursion
-    data["tables"] = [asdict(t) for t in page.tables]
-    return json.dumps({"engine_key": engine_key, "page": data}, ensure_ascii=False)
+    return json.dumps({"engine_key": engine_key, "page": page.to_dict()}, ensure_ascii=False)
 
 
 def page_from_dict(value: dict[str, Any]) -> Page:
-    """Inverse of ``asdict(page)``."""
+    """Inverse of ``page.to_dict()``."""
     value = dict(value)
     value["blocks"] = [Block(**{**b, "bbox": _tuple(b["bbox"])}) for b in value.get("blocks", [])]
     value["tables"] = [

@@ -14,15 +14,21 @@ from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.schema import apply_schema
 
 
-@cache
 def arrow_schema(table: str) -> pa.Schema:
     """The Arrow schema of ``table`` as DuckDB derives it from sql/001_schema.sql (one source of truth)."""
     if table not in SHARD_TABLES:
         raise ValueError(f"not a shard table: {table}")
-    con = duckdb.connect(":memory:")
+    return _arrow_schemas()[table]
+
+
+@cache
+def _arrow_schemas() -> dict[str, pa.Schema]:
+    con = duckdb.connect(":memory:")  # one schema pass per process, for all tables
     try:
         apply_schema(con)
-        return con.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema
+        return {
+            table: con.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema for table in SHARD_TABLES
+        }
     finally:
         con.close()
 
