@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -15,6 +14,8 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+
+from processes import stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -67,16 +68,7 @@ class AirflowStack:
 
     def stop(self) -> None:
         """SIGTERM the whole process group, SIGKILL what is left after 30 s."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass
+        stop_process_group(self.proc)
 
     def query(self, sql: str, *args: object) -> list[tuple]:
         """Read the metadata DB (read-only; waits while the scheduler writes)."""

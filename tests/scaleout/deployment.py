@@ -7,7 +7,6 @@ so as root it runs as the ``postgres`` user (``setpriv`` execs it: the PID is th
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import signal
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg2
+from processes import signal_group, stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
@@ -58,7 +58,7 @@ class Processes:
         try:
             return proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            self._signal(proc, signal.SIGKILL)
+            signal_group(proc, signal.SIGKILL)
             proc.wait(timeout=10)
             return -9
 
@@ -74,19 +74,8 @@ class Processes:
 
     def stop_all(self, grace_s: float = 20.0) -> None:
         for name, proc in reversed(list(self.started.items())):
-            self._signal(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                self._signal(proc, signal.SIGKILL)
-                proc.wait(timeout=10)
-            self._signal(proc, signal.SIGKILL)  # leftovers of the group (pool children, log servers)
+            stop_process_group(proc, grace_s)
             del self.started[name]
-
-    @staticmethod
-    def _signal(proc: subprocess.Popen, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)  # the group that start_new_session gave the process: its PID
 
 
 def wait_until(check: Callable[[], object], timeout_s: float, what: str, procs: Processes) -> object:

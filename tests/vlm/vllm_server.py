@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from processes import signal_group, stop_process_group
 
 API_KEY = "sk-tiny-test-5e1f9c0d7a"
 SERVED_NAME = "tiny"
@@ -79,21 +80,12 @@ class VllmServer:
     def kill(self) -> None:
         """SIGKILL the server's whole process group (API server and engine core): a crash."""
         if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            signal_group(self.proc, signal.SIGKILL)
             self.proc.wait(timeout=30)
 
     def stop(self) -> None:
         """SIGTERM the process group, SIGKILL what is left after 30 s."""
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass
+        stop_process_group(self.proc)
 
     def log_tail(self, n: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-n:] if self.log_path.exists() else ""

@@ -17,6 +17,7 @@ import httpx
 from airflow.sdk import BaseHook
 
 from chandra_ocr.airflow.provider import VLLM_CONNECTION
+from chandra_ocr.config import from_mapping
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.openai_engine import ServerOptions
 
@@ -62,7 +63,7 @@ class VllmHook(BaseHook):
             "api_key": conn.password or None,
             "model": extra.get("model") or conn.schema or None,
         }
-        return ServerOptions.from_dict(values | overrides)
+        return from_mapping(ServerOptions, values | overrides)
 
     def test_connection(self) -> tuple[bool, str]:
         """Ask the server for ``/v1/models``; True when it answers and serves the configured model."""

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chandra_ocr.config import from_mapping
 from chandra_ocr.errors import ConfigError, EngineError
 from chandra_ocr.ocr.base import PageRequest, PageResult
 from chandra_ocr.ocr.presets import Preset
@@ -66,11 +65,6 @@ class ServerOptions:
             raise ConfigError("timeout_s must be > 0 and backoff_s ≥ 0")
         if self.max_attempts is not None and self.max_attempts < 1:
             raise ConfigError("max_attempts must be ≥ 1")
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> ServerOptions:
-        """Build from plain values (e.g. an Airflow connection's extras); unknown keys raise ConfigError."""
-        return from_mapping(cls, values)
 
 
 class OpenAIEngine:

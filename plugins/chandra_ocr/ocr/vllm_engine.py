@@ -21,7 +21,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chandra_ocr.config import from_mapping
 from chandra_ocr.errors import ConfigError, EngineError, EngineOutOfMemoryError
 from chandra_ocr.ocr.base import PageRequest, PageResult
 from chandra_ocr.ocr.presets import Preset, plan_for_preset
@@ -75,11 +74,6 @@ class VllmOptions:
             raise ConfigError("tensor_parallel_size must be ≥ 1")
         if self.memory_budget_gib is not None and self.memory_budget_gib <= 0:
             raise ConfigError("memory_budget_gib must be > 0")
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> VllmOptions:
-        """Build from plain values (e.g. ``IngestOptions.engine_options``); unknown keys raise ConfigError."""
-        return from_mapping(cls, values)
 
 
 class VllmEngine:
