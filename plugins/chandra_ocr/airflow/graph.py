@@ -61,36 +61,32 @@ def run_params(*, backfill: bool) -> dict[str, Param]:
     return params
 
 
-def ingest_dag(dag_id: str, settings: DagSettings, *, backfill: bool, doc_md: str | None = None) -> DAG:
-    """The ingestion DAG: scheduled by ``settings.schedule``, or manual (``schedule=None``) for a backfill."""
-    with DAG(
+def _dag(dag_id: str, settings: DagSettings, schedule: Any, params: dict, doc_md: str | None) -> DAG:
+    """The settings every chandra_ocr DAG shares: one active run, no catch-up, the project's tags."""
+    return DAG(
         dag_id=dag_id,
-        schedule=None if backfill else settings.schedule,
+        schedule=schedule,
         start_date=START,
         catchup=False,
         max_active_runs=1,
-        params=run_params(backfill=backfill),
+        params=params,
         default_args=_default_args(settings),
         tags=TAGS,
         doc_md=doc_md,
-    ) as dag:
+    )
+
+
+def ingest_dag(dag_id: str, settings: DagSettings, *, backfill: bool, doc_md: str | None = None) -> DAG:
+    """The ingestion DAG: scheduled by ``settings.schedule``, or manual (``schedule=None``) for a backfill."""
+    schedule = None if backfill else settings.schedule
+    with _dag(dag_id, settings, schedule, run_params(backfill=backfill), doc_md) as dag:
         _ingest_tasks(settings)
     return dag
 
 
 def feed_dag(dag_id: str, settings: DagSettings, *, doc_md: str | None = None) -> DAG:
     """The vector-feed DAG: runs after every knowledge-base update and exports what changed."""
-    with DAG(
-        dag_id=dag_id,
-        schedule=[KB_ASSET],
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        params=run_params(backfill=False),
-        default_args=_default_args(settings),
-        tags=TAGS,
-        doc_md=doc_md,
-    ) as dag:
+    with _dag(dag_id, settings, [KB_ASSET], run_params(backfill=False), doc_md) as dag:
         config = PreflightOperator(task_id="preflight", pools=[settings.loader_pool])
         exports = FeedExportOperator(task_id="export", config=config.output, pool=settings.loader_pool).output
         VectorIndexOperator(task_id="index", config=config.output, exports=exports)
