@@ -142,3 +142,38 @@ def test_duplicates_are_reported_not_reprocessed(tmp_path, samples):
     summary = run(src, tmp_path / "kb", OPTIONS)
     assert len(summary.discovery.new) == 1 and len(summary.discovery.duplicates) == 1
     assert _rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(1,)]
+
+
+def test_a_document_whose_assembly_times_out_is_quarantined_and_the_batch_goes_on(tmp_path, samples):
+    """Assembly in a worker past its time limit (here: a limit shorter than the worker's start)
+    quarantines that document with the reason; its batch is still assembled and loads."""
+    import dataclasses
+
+    from chandra_ocr.extract import extract_batch
+    from chandra_ocr.ocr.registry import build_engine
+    from chandra_ocr.pdf.workers import PdfWorkers
+    from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan
+    from chandra_ocr.store.duckdb_store import load_documents
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(samples / "report.pdf", src)
+    options = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, compress=False))
+    layout = KbLayout(tmp_path / "kb")
+    engine = build_engine("text", options.preset)
+    with PdfWorkers(1, 3072) as workers:
+        (batch,) = plan(discover_new(src, layout, options), options, workers)
+        extract_batch(compress_batch(batch, layout, options), layout, options, engine, workers)
+    hurried = dataclasses.replace(options, pdf=dataclasses.replace(options.pdf, doc_timeout_s=0.001))
+    with PdfWorkers(1, 3072) as workers:  # a fresh forkserver worker needs far longer than 1 ms
+        assemble_batch(batch, layout, hurried, run_id="hurried", workers=workers)
+    load_documents(layout, [d.doc_id for d in batch.docs])
+    con = connect(layout, read_only=True)
+    try:
+        rows = con.execute("SELECT status, error FROM documents").fetchall()
+        pages = con.execute("SELECT count(*) FROM pages").fetchone()[0]
+    finally:
+        con.close()
+    ((status, error),) = rows
+    assert status == "quarantined" and error.startswith("assembly failed:") and "limit" in error
+    assert pages == 0

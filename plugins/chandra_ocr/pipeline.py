@@ -21,7 +21,7 @@ from chandra_ocr.assemble import document_json, document_markdown
 from chandra_ocr.chunking import chunk_document
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.document import Document
-from chandra_ocr.errors import StoreError
+from chandra_ocr.errors import BadDocumentError, StageTimeoutError, StoreError
 from chandra_ocr.extract import checkpoint_key, extract_batch
 from chandra_ocr.manifest import Batch, DocRef, plan_batches, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
@@ -169,12 +169,27 @@ def assemble_batch(
     else:
         timeout = options.pdf.doc_timeout_s
         futures = [workers.submit(assemble_and_write, *a, timeout=timeout) for a in args]
-        statuses = (f.result() for f in futures)
+        statuses = (_status_or_quarantine(f, a) for f, a in zip(futures, args, strict=True))
     for ref, status in zip(batch.docs, statuses, strict=True):
         ref.status = status
         progress.add(pages=ref.n_pages, docs=1)
     batch.seconds["assemble"] = progress.done()
     return batch
+
+
+def _status_or_quarantine(future, args: tuple) -> str:
+    """A document whose assembly timed out or crashed its worker is quarantined; the batch goes on."""
+    try:
+        return future.result()
+    except (StageTimeoutError, BadDocumentError) as e:
+        ref, layout, _options, engine, model, run_id, now = args
+        log.warning("assembly of %s failed: %s", ref.doc_id, e)
+        doc = Document(
+            ref.doc_id, ref.source, os.path.basename(ref.source), ref.bytes, status="quarantined",
+            error=f"assembly failed: {e}", pipeline_version=PIPELINE_VERSION, engine=engine, model=model,
+        )  # fmt: skip
+        write_shards(layout, doc.doc_id, document_rows(doc, [], run_id=run_id, now=now))
+        return doc.status
 
 
 def assemble_and_write(
