@@ -71,6 +71,14 @@ def test_samples_land_in_duckdb_with_routes_and_statuses(sample_kb):
     assert summary.statuses == {"ingested": 3, "quarantined": 1}
 
 
+def test_run_record_counts_the_pages_read_not_the_quarantined_files(sample_kb):
+    """broken.pdf is planned as one page but never read: the run's page count is the pages table's."""
+    kb, summary = sample_kb
+    ((n_pages, n_docs),) = _rows(kb, "SELECT n_pages, n_documents FROM runs")
+    assert n_pages == summary.pages == _rows(kb, "SELECT count(*) FROM pages")[0][0]
+    assert n_docs == _rows(kb, "SELECT count(*) FROM documents")[0][0]
+
+
 def test_scanned_text_is_read_and_chunked_with_provenance(sample_kb):
     kb, _ = sample_kb
     text = " ".join(
@@ -144,9 +152,20 @@ def test_duplicates_are_reported_not_reprocessed(tmp_path, samples):
     assert _rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(1,)]
 
 
+def _long_pdf(path: Path, pages: int) -> None:
+    import pymupdf
+
+    with pymupdf.open() as doc:
+        for n in range(pages):
+            page = doc.new_page()
+            for line in range(40):
+                page.insert_text((50, 60 + 17 * line), f"Page {n} line {line}: born-digital text to chunk.")
+        doc.save(path)
+
+
 def test_a_document_whose_assembly_times_out_is_quarantined_and_the_batch_goes_on(tmp_path, samples):
-    """Assembly in a worker past its time limit (here: a limit shorter than the worker's start)
-    quarantines that document with the reason; its batch is still assembled and loads."""
+    """A 400-page document cannot be assembled within 0.5 s: it is quarantined with the reason,
+    the small document of the same batch is assembled, and the batch loads."""
     import dataclasses
 
     from chandra_ocr.extract import extract_batch
@@ -158,22 +177,27 @@ def test_a_document_whose_assembly_times_out_is_quarantined_and_the_batch_goes_o
     src = tmp_path / "in"
     src.mkdir()
     shutil.copy(samples / "report.pdf", src)
-    options = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, compress=False))
+    _long_pdf(src / "long.pdf", 400)
+    options = IngestOptions(
+        engine="text", batch_pages=1000, pdf=PdfOptions(settle_seconds=0, compress=False, native_tables=False)
+    )
     layout = KbLayout(tmp_path / "kb")
     engine = build_engine("text", options.preset)
-    with PdfWorkers(1, 3072) as workers:
+    with PdfWorkers(2, 3072, fork=True) as workers:
         (batch,) = plan(discover_new(src, layout, options), options, workers)
         extract_batch(compress_batch(batch, layout, options), layout, options, engine, workers)
-    hurried = dataclasses.replace(options, pdf=dataclasses.replace(options.pdf, doc_timeout_s=0.001))
-    with PdfWorkers(1, 3072) as workers:  # a fresh forkserver worker needs far longer than 1 ms
+        hurried = dataclasses.replace(options, pdf=dataclasses.replace(options.pdf, doc_timeout_s=0.5))
         assemble_batch(batch, layout, hurried, run_id="hurried", workers=workers)
     load_documents(layout, [d.doc_id for d in batch.docs])
     con = connect(layout, read_only=True)
     try:
-        rows = con.execute("SELECT status, error FROM documents").fetchall()
-        pages = con.execute("SELECT count(*) FROM pages").fetchone()[0]
+        docs = {r[0]: r[1:] for r in con.execute("SELECT file_name, status, error FROM documents").fetchall()}
+        pages = con.execute(
+            "SELECT d.file_name, count(*) FROM pages JOIN documents d USING (doc_id) GROUP BY 1"
+        ).fetchall()
     finally:
         con.close()
-    ((status, error),) = rows
+    status, error = docs["long.pdf"]
     assert status == "quarantined" and error.startswith("assembly failed:") and "limit" in error
-    assert pages == 0
+    assert docs["report.pdf"] == ("ingested", None)
+    assert [name for name, n in pages] == ["report.pdf"]

@@ -57,6 +57,11 @@ class Batch:
         )
 
 
+def pages_read(batches: list[Batch]) -> int:
+    """Pages of the batches' documents that were read (a quarantined one has only a planning guess)."""
+    return sum(d.n_pages for b in batches for d in b.docs if d.status != "quarantined")
+
+
 def run_metrics(batches: list[Batch]) -> dict[str, Any]:
     """A run's metrics from its batches: counts summed, ``stage_seconds`` summed per stage, and the
     engine metrics (a value the batches disagree on becomes the sorted list of their values).

@@ -23,7 +23,7 @@ from chandra_ocr.config import IngestOptions
 from chandra_ocr.document import Document
 from chandra_ocr.errors import BadDocumentError, StageTimeoutError, StoreError
 from chandra_ocr.extract import checkpoint_key, extract_batch
-from chandra_ocr.manifest import Batch, DocRef, plan_batches, run_metrics
+from chandra_ocr.manifest import Batch, DocRef, pages_read, plan_batches, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine
 from chandra_ocr.pdf.compress import compress_pdf
@@ -293,7 +293,7 @@ def run(
             if owns_engine:
                 engine.close()
     seconds = time.monotonic() - t0
-    pages = sum(d.n_pages for b in batches for d in b.docs)
+    pages = pages_read(batches)
     if batches:
         prompt_tokens, output_tokens = token_totals(layout, [d.doc_id for b in batches for d in b.docs])
         metrics = run_metrics(batches) | {

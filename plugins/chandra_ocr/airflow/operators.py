@@ -31,7 +31,7 @@ from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.extract import extract_batch
 from chandra_ocr.feed import export_changes
-from chandra_ocr.manifest import Batch, run_metrics
+from chandra_ocr.manifest import Batch, pages_read, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine, resolve_kind
 from chandra_ocr.passwords import PasswordBook, parse_passwords
@@ -276,7 +276,7 @@ class LoadOperator(_ConfiguredOperator):
         batches = [Batch.from_dict(b) for b in values]
         docs = [d for b in batches for d in b.docs]
         started = datetime.fromisoformat(cfg.started_at) if cfg.started_at else datetime.now(UTC)
-        pages = sum(d.n_pages for d in docs)
+        pages = pages_read(batches)
         metrics = run_metrics(batches)
         record = RunRecord(context["run_id"], started, datetime.now(UTC), len(docs), pages, metrics)
         progress = Progress("load", pages, log, total_docs=len(docs))
