@@ -50,7 +50,9 @@ def scans(corpus: Path, samples: Path, tmp_path: Path) -> Path:
 def _ingest(src: Path, kb: Path, preset, proxy: FaultProxy, **server):
     values = {
         "base_url": proxy.base_url, "api_key": API_KEY, "seed": 0, "max_in_flight": 2,
-        "max_retries": 3, "backoff_s": 0.5, "timeout_s": TIMEOUT_S,
+        # backoff 0.5 + 1 + 2 + 4 s: outlasts two back-to-back "refuse" windows (1.5 s each, plus the
+        # proxy's shutdown latency) even on a loaded machine
+        "max_retries": 4, "backoff_s": 0.5, "timeout_s": TIMEOUT_S,
     } | server  # fmt: skip
     engine = OpenAIEngine(preset, ServerOptions(**values))
     options = IngestOptions(engine="openai", pdf=PdfOptions(settle_seconds=0, compress=False))
