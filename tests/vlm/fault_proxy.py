@@ -56,21 +56,23 @@ class FaultProxy:
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True).start()
 
-    def refuse(self) -> None:
-        """Close the listening socket: new connections are refused until ``listen()``."""
+    def refuse(self) -> bool:
+        """Close the listening socket: new connections are refused until ``listen()``. Returns
+        whether it was open (two requests faulted at once must not schedule two re-listens)."""
         with self._lock:
             server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
+        if server is None:
+            return False
+        server.shutdown()
+        server.server_close()
+        return True
 
     def close(self) -> None:
         self.relisten_s = None
         self.refuse()
 
     def _refuse_for_a_while(self) -> None:
-        self.refuse()
-        if self.relisten_s is not None:
+        if self.refuse() and self.relisten_s is not None:
             timer = threading.Timer(self.relisten_s, self.listen)
             timer.daemon = True
             timer.start()
