@@ -113,6 +113,13 @@ def test_bad_inputs_are_refused_with_a_reason(corpus: Path, rel: str, message: s
         triage_document(str(corpus / rel), OPTIONS)
 
 
+def test_the_reason_names_the_file_not_its_folders(corpus: Path) -> None:
+    path = corpus / "ocrmypdf/tests/resources/invalid.pdf"
+    with pytest.raises(BadDocumentError, match="cannot open") as refused:
+        triage_document(str(path), OPTIONS)
+    assert str(path.parent) not in str(refused.value)
+
+
 def test_non_pdf_renamed_to_pdf(tmp_path: Path) -> None:
     fake = tmp_path / "report.pdf"
     fake.write_text("Quarterly report\nThis is plain text, saved with the wrong extension.\n")

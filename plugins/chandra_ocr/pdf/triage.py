@@ -92,7 +92,9 @@ def open_pdf(pdf_path: str, *, password: str | None = None) -> pymupdf.Document:
         doc = pymupdf.open(pdf_path, filetype="pdf")
     except Exception as e:  # MuPDF raises several types for unparsable input
         hint = "" if _has_pdf_header(pdf_path) else "not a PDF (no %PDF header); "
-        raise BadDocumentError(f"{hint}cannot open: {e}") from e
+        # the reason names the file, never the host's folders (the row has its source already)
+        message = str(e).replace(str(pdf_path), os.path.basename(pdf_path))
+        raise BadDocumentError(f"{hint}cannot open: {message}") from e
     try:
         _check_opened(doc, password)
     except BaseException:
