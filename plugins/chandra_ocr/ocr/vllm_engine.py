@@ -14,15 +14,14 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
-import queue
 import sys
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from chandra_ocr.errors import ConfigError, EngineError, EngineOutOfMemoryError
 from chandra_ocr.ocr.base import PageRequest, PageResult
+from chandra_ocr.ocr.feeder import Feeder
 from chandra_ocr.ocr.presets import Preset, plan_for_preset
 from chandra_ocr.ocr.tuning import PagingPlan, detect_gpu_memory
 from chandra_ocr.ocr.validity import (
@@ -281,7 +280,7 @@ class VllmEngine:
         if self._llm is None:
             raise EngineError("VllmEngine.run() before start()")
         cap = self.in_flight_pages or 1
-        feed = _Feeder(requests, size=min(cap, 16))
+        feed = Feeder(requests, size=min(cap, 16))
         pending: dict[str, PageAttempts] = {}
         try:
             while True:
@@ -315,7 +314,7 @@ class VllmEngine:
             yield failed_result(track.request, self.name, self.model, "lost: vLLM returned no output")
         pending.clear()
 
-    def _top_up(self, feed: _Feeder, pending: dict[str, PageAttempts], cap: int) -> Iterator[PageResult]:
+    def _top_up(self, feed: Feeder, pending: dict[str, PageAttempts], cap: int) -> Iterator[PageResult]:
         """Move pages from the feeder into vLLM up to ``cap``; waits only when nothing is in flight."""
         while len(pending) < cap:
             req = feed.get(block=not pending)
@@ -327,62 +326,6 @@ class VllmEngine:
             failure = self._submit(PageAttempts(req, self.temperatures), pending)
             if failure is not None:
                 yield failure
-
-
-class _Feeder:
-    """Pulls an iterable in a background thread into a bounded queue; errors re-raise in the consumer."""
-
-    _END = object()
-
-    def __init__(self, items: Iterable[PageRequest], size: int) -> None:
-        self._queue: queue.Queue = queue.Queue(maxsize=max(1, size))
-        self._stop = threading.Event()
-        self.done = False
-        self._thread = threading.Thread(target=self._pull, args=(items,), name="vllm-page-feed", daemon=True)
-        self._thread.start()
-
-    def _pull(self, items: Iterable[PageRequest]) -> None:
-        it = iter(items)
-        try:
-            for item in it:
-                if not self._put(item):
-                    break
-            else:
-                self._put(self._END)
-        except BaseException as e:  # handed to the consumer thread, which re-raises it
-            self._put(e)
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None and self._stop.is_set():
-                close()
-
-    def _put(self, item: object) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def get(self, block: bool) -> PageRequest | None:
-        """The next page; None when none is ready (``block=False``) or the stream has ended."""
-        if self.done:
-            return None
-        try:
-            item = self._queue.get(block=block)
-        except queue.Empty:
-            return None
-        if item is self._END or isinstance(item, BaseException):
-            self.done = True
-            if isinstance(item, BaseException):
-                raise item
-            return None
-        return item  # type: ignore[return-value]
-
-    def close(self) -> None:
-        """Stop pulling (the thread ends after the item it is waiting for, if any)."""
-        self._stop.set()
 
 
 def _external_id(request_id: str) -> str:
