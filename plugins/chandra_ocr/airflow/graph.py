@@ -12,15 +12,14 @@ from typing import Any
 
 from airflow.sdk import DAG, Asset, Param, task_group
 
+from chandra_ocr.airflow.feed_operators import FeedExportOperator, VectorIndexOperator
 from chandra_ocr.airflow.operators import (
     AssembleOperator,
     ChandraOcrOperator,
     CompressOperator,
     DiscoverOperator,
-    FeedExportOperator,
     LoadOperator,
     PreflightOperator,
-    VectorIndexOperator,
 )
 from chandra_ocr.airflow.report_operator import ReportOperator
 from chandra_ocr.airflow.settings import DagSettings

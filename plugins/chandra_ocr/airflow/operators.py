@@ -7,7 +7,6 @@ Templated parameters are marked *(templated)*; an XCom reference (``task.output`
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import logging
 import os
 from collections.abc import Sequence
@@ -16,7 +15,6 @@ from functools import cached_property
 from typing import Any
 
 from airflow.sdk import Asset, BaseOperator, Context, Variable, conf
-from airflow.sdk.exceptions import AirflowSkipException
 from airflow.sdk.log import mask_secret
 
 from chandra_ocr.airflow.hooks import VllmHook
@@ -30,7 +28,6 @@ from chandra_ocr.airflow.settings import (
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.extract import extract_batch
-from chandra_ocr.feed import export_changes
 from chandra_ocr.manifest import Batch, pages_read, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine, resolve_kind
@@ -76,7 +73,7 @@ class PreflightOperator(BaseOperator):
         return config.to_dict()
 
 
-class _ConfiguredOperator(BaseOperator):
+class ConfiguredOperator(BaseOperator):
     """An operator that works from the run's ``config`` (the preflight task's output)."""
 
     template_fields: Sequence[str] = ("config",)
@@ -90,7 +87,7 @@ class _ConfiguredOperator(BaseOperator):
         return RunConfig.from_dict(self.config)
 
 
-class DiscoverOperator(_ConfiguredOperator):
+class DiscoverOperator(ConfiguredOperator):
     """Finds new PDFs in the run's source and plans them into batches → list of ``Batch`` dicts.
 
     At most ``max_batches`` batches (default: Airflow's ``core.max_map_length``) are returned;
@@ -126,7 +123,7 @@ class DiscoverOperator(_ConfiguredOperator):
         return [b.to_dict() for b in batches]
 
 
-class _BatchOperator(_ConfiguredOperator):
+class _BatchOperator(ConfiguredOperator):
     """A stage that takes one batch manifest and returns it updated."""
 
     template_fields: Sequence[str] = ("config", "batch")
@@ -248,7 +245,7 @@ class AssembleOperator(_BatchOperator):
         return assemble_batch(batch, cfg.layout(), cfg.ingest_options(), run_id=context["run_id"]).to_dict()
 
 
-class LoadOperator(_ConfiguredOperator):
+class LoadOperator(ConfiguredOperator):
     """Loads all batches' shards into DuckDB in one transaction and records the run → a summary dict.
 
     The summary (``kb``, ``run_id``, ``documents`` by status, ``pages``, ``chunks``) also becomes
@@ -291,65 +288,3 @@ class LoadOperator(_ConfiguredOperator):
                    "pages": loaded["pages"], "chunks": loaded["chunks"]}  # fmt: skip
         context["outlet_events"][self.kb_asset].extra = summary
         return summary
-
-
-class FeedExportOperator(_ConfiguredOperator):
-    """Exports the chunks changed since the last export to the KB's outbox → list of export dicts.
-
-    The knowledge bases are those named by the triggering asset events (``extra["kb"]``), else the
-    run's. An empty export writes no file.
-
-    :param config: the run's ``RunConfig`` dict (templated)
-    :param feed: the feed's name: its watermark and outbox file prefix (templated)
-    """
-
-    template_fields: Sequence[str] = ("config", "feed")
-
-    def __init__(self, *, feed: str = "vector", **kwargs: Any) -> None:
-        kwargs.setdefault("pool", "chandra_ocr_loader")
-        super().__init__(**kwargs)
-        self.feed = feed
-
-    def execute(self, context: Context) -> list[dict[str, Any]]:
-        events = context.get("triggering_asset_events") or {}
-        kbs = sorted({e.extra["kb"] for evs in events.values() for e in evs if e.extra.get("kb")})
-        out = []
-        for kb in kbs or [self.run_config.kb]:
-            layout = RunConfig.from_dict(self.config | {"kb": kb}).layout()
-            result = export_changes(layout, self.feed)
-            out.append({"kb": kb, "export_no": result.export_no, "path": str(result.path or ""),
-                        "upserts": result.upserts, "deletes": result.deletes})  # fmt: skip
-        return out
-
-
-class VectorIndexOperator(_ConfiguredOperator):
-    """Applies the exported outbox files to each changed KB's embedded vector index → list of count dicts.
-
-    Skipped (with the reason) where the ``embed`` extra is not installed: the outbox files stay
-    for another store's loader, and a later run catches the index up.
-
-    :param config: the run's ``RunConfig`` dict (templated)
-    :param exports: the export task's output: the knowledge bases that changed (templated)
-    """
-
-    template_fields: Sequence[str] = ("config", "exports")
-
-    def __init__(self, *, exports: list[dict[str, Any]], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.exports = exports
-
-    def execute(self, context: Context) -> list[dict[str, Any]]:
-        if importlib.util.find_spec("sentence_transformers") is None:
-            raise AirflowSkipException(
-                "vector index skipped: install the 'embed' extra (sentence-transformers)"
-            )
-        from chandra_ocr.vector.consumer import apply_outbox
-        from chandra_ocr.vector.embedder import Embedder
-
-        embedder = Embedder().start()
-        out = []
-        for kb in sorted({e["kb"] for e in self.exports}):
-            counts = apply_outbox(RunConfig.from_dict(self.config | {"kb": kb}).layout(), embedder=embedder)
-            log.info("vector index of %s: %s", kb, counts)
-            out.append({"kb": kb} | dataclasses.asdict(counts))
-        return out
