@@ -10,35 +10,37 @@ from pathlib import Path
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp_path)`` then rename onto ``path``; readers never see a partial file."""
-    fd, tmp_path = _temporary_sibling(path)
-    os.close(fd)
-    try:
-        write(tmp_path)
-        os.replace(tmp_path, path)
-    except BaseException:
-        tmp_path.unlink(missing_ok=True)
-        raise
-    return path
+
+    def fill(fd: int, tmp: Path) -> None:
+        os.close(fd)
+        write(tmp)
+
+    return _atomically(path, fill)
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
     """Atomically write UTF-8 text (through the temporary file's own descriptor: one open, not two)."""
-    fd, tmp_path = _temporary_sibling(path)
-    try:
+
+    def fill(fd: int, _tmp: Path) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(tmp_path, path)
-    except BaseException:
-        tmp_path.unlink(missing_ok=True)
-        raise
-    return path
+
+    return _atomically(path, fill)
 
 
-def _temporary_sibling(path: Path) -> tuple[int, Path]:
-    """An open temporary file beside ``path``; the folder is created when missing."""
+def _atomically(path: Path, fill: Callable[[int, Path], None]) -> Path:
+    """Create a temporary file beside ``path`` (and the folder when missing), ``fill(fd, tmp)`` it,
+    rename it onto ``path``; on any failure the temporary file is removed."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    return fd, Path(tmp)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
+    try:
+        fill(fd, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
