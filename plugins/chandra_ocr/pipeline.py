@@ -184,10 +184,8 @@ def _status_or_quarantine(future, args: tuple) -> str:
     except (StageTimeoutError, BadDocumentError) as e:
         ref, layout, _options, engine, model, run_id, now = args
         log.warning("assembly of %s failed: %s", ref.doc_id, e)
-        doc = Document(
-            ref.doc_id, ref.source, os.path.basename(ref.source), ref.bytes, status="quarantined",
-            error=f"assembly failed: {e}", pipeline_version=PIPELINE_VERSION, engine=engine, model=model,
-        )  # fmt: skip
+        doc = _new_document(ref, engine, model)
+        doc.status, doc.error = "quarantined", f"assembly failed: {e}"
         write_shards(layout, doc.doc_id, document_rows(doc, [], run_id=run_id, now=now))
         return doc.status
 
@@ -219,17 +217,7 @@ def assemble_document(
     record = checkpoints.read_document_record(layout, ref.doc_id)
     if record is None:
         raise StoreError(f"document {ref.doc_id} was never extracted")
-    doc = Document(
-        ref.doc_id,
-        ref.source,
-        os.path.basename(ref.source),
-        ref.bytes,
-        compressed_bytes=ref.compressed_bytes,
-        compress_method=ref.compress_method,
-        pipeline_version=PIPELINE_VERSION,
-        engine=engine,
-        model=model,
-    )
+    doc = _new_document(ref, engine, model)
     if record["status"] == "quarantined":
         doc.status, doc.error = "quarantined", record["error"]
         return doc
@@ -247,6 +235,21 @@ def assemble_document(
             f"{len(failed)} of {doc.n_pages} pages could not be read (page {first.page_no}: {first.error})"
         )
     return doc
+
+
+def _new_document(ref: DocRef, engine: str, model: str | None) -> Document:
+    """The document of ``ref`` under this pipeline version, before any page is added."""
+    return Document(
+        ref.doc_id,
+        ref.source,
+        os.path.basename(ref.source),
+        ref.bytes,
+        compressed_bytes=ref.compressed_bytes,
+        compress_method=ref.compress_method,
+        pipeline_version=PIPELINE_VERSION,
+        engine=engine,
+        model=model,
+    )
 
 
 def load_batch(batch: Batch, layout: KbLayout) -> dict[str, int]:
