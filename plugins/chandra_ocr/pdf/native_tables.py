@@ -101,7 +101,7 @@ def _has_grid(page: pymupdf.Page) -> bool:
     if rules is None:
         return False
     h, v = rules
-    if len(h) < 2 or len(v) < 2 or len(h) + len(v) < 5:
+    if not _two_cells(len(h), len(v)):  # not even counting every rule as its own position
         return False
     groups = _Groups(len(h) + len(v))
     by_y = sorted(range(len(h)), key=lambda i: h[i][0])
@@ -127,11 +127,12 @@ def _has_grid(page: pymupdf.Page) -> bool:
             hy.append(h[i][0])
         else:
             vx.append(v[i - len(h)][0])
-    for hy, vx in members.values():
-        nh, nv = _distinct(hy), _distinct(vx)
-        if nh >= 2 and nv >= 2 and nh + nv >= 5:
-            return True
-    return False
+    return any(_two_cells(_distinct(hy), _distinct(vx)) for hy, vx in members.values())
+
+
+def _two_cells(n_horizontal: int, n_vertical: int) -> bool:
+    """Whether rules at these many distinct positions can enclose two cells (2 × 3 or 3 × 2 lines)."""
+    return n_horizontal >= 2 and n_vertical >= 2 and n_horizontal + n_vertical >= 5
 
 
 _Rule = tuple[float, float, float]  # (position across, start, end along)
