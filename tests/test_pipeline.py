@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from kb_query import documents_by_name, kb_rows
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.pipeline import run
@@ -39,24 +40,16 @@ def sample_kb(tmp_path_factory, samples) -> tuple[Path, object]:
     return kb, summary
 
 
-def _rows(kb: Path, sql: str) -> list[tuple]:
-    con = connect(KbLayout(kb), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def test_samples_land_in_duckdb_with_routes_and_statuses(sample_kb):
     kb, summary = sample_kb
-    docs = dict(_rows(kb, "SELECT file_name, status FROM documents"))
+    docs = dict(kb_rows(kb, "SELECT file_name, status FROM documents"))
     assert docs == {
         "report.pdf": "ingested",
         "scanned_memo.pdf": "ingested",
         "mixed.pdf": "ingested",
         "broken.pdf": "quarantined",
     }
-    routes = _rows(
+    routes = kb_rows(
         kb,
         "SELECT d.file_name, p.page_no, p.route, p.engine, p.status FROM pages p "
         "JOIN documents d USING (doc_id) ORDER BY 1, 2",
@@ -74,23 +67,23 @@ def test_samples_land_in_duckdb_with_routes_and_statuses(sample_kb):
 def test_run_record_counts_the_pages_read_not_the_quarantined_files(sample_kb):
     """broken.pdf is planned as one page but never read: the run's page count is the pages table's."""
     kb, summary = sample_kb
-    ((n_pages, n_docs),) = _rows(kb, "SELECT n_pages, n_documents FROM runs")
-    assert n_pages == summary.pages == _rows(kb, "SELECT count(*) FROM pages")[0][0]
-    assert n_docs == _rows(kb, "SELECT count(*) FROM documents")[0][0]
+    ((n_pages, n_docs),) = kb_rows(kb, "SELECT n_pages, n_documents FROM runs")
+    assert n_pages == summary.pages == kb_rows(kb, "SELECT count(*) FROM pages")[0][0]
+    assert n_docs == kb_rows(kb, "SELECT count(*) FROM documents")[0][0]
 
 
 def test_scanned_text_is_read_and_chunked_with_provenance(sample_kb):
     kb, _ = sample_kb
     text = " ".join(
         r[0]
-        for r in _rows(
+        for r in kb_rows(
             kb,
             "SELECT c.text FROM chunks c JOIN documents d USING (doc_id) "
             "WHERE d.file_name = 'scanned_memo.pdf'",
         )
     )
     assert "ledgers" in text.lower() and "archive" in text.lower()
-    for page_start, page_end, n_boxes in _rows(kb, "SELECT page_start, page_end, len(bboxes) FROM chunks"):
+    for page_start, page_end, n_boxes in kb_rows(kb, "SELECT page_start, page_end, len(bboxes) FROM chunks"):
         assert 1 <= page_start <= page_end and n_boxes >= 1
 
 
@@ -98,7 +91,7 @@ def test_headings_become_header_paths(sample_kb):
     kb, _ = sample_kb
     paths = {
         tuple(r[0])
-        for r in _rows(
+        for r in kb_rows(
             kb,
             "SELECT header_path FROM chunks c JOIN documents d USING (doc_id) "
             "WHERE d.file_name = 'report.pdf'",
@@ -109,7 +102,7 @@ def test_headings_become_header_paths(sample_kb):
 
 def test_exports_are_written(sample_kb):
     kb, _ = sample_kb
-    (doc_id,) = _rows(kb, "SELECT doc_id FROM documents WHERE file_name = 'report.pdf'")[0]
+    (doc_id,) = kb_rows(kb, "SELECT doc_id FROM documents WHERE file_name = 'report.pdf'")[0]
     layout = KbLayout(kb)
     assert "# Regional Water Quality Report 2025" in layout.export(doc_id, ".md").read_text()
     assert layout.export(doc_id, ".json").stat().st_size > 0
@@ -117,11 +110,11 @@ def test_exports_are_written(sample_kb):
 
 def test_broken_file_is_quarantined_with_a_reason_and_nothing_else(sample_kb):
     kb, _ = sample_kb
-    ((status, error, n_pages),) = _rows(
+    ((status, error, n_pages),) = kb_rows(
         kb, "SELECT status, error, n_pages FROM documents WHERE file_name='broken.pdf'"
     )
     assert status == "quarantined" and error and n_pages == 0
-    assert _rows(
+    assert kb_rows(
         kb, "SELECT count(*) FROM pages p JOIN documents d USING (doc_id) WHERE d.file_name = 'broken.pdf'"
     ) == [(0,)]
 
@@ -149,7 +142,7 @@ def test_duplicates_are_reported_not_reprocessed(tmp_path, samples):
     shutil.copy(samples / "report.pdf", src / "copy of a.PDF")
     summary = run(src, tmp_path / "kb", OPTIONS)
     assert len(summary.discovery.new) == 1 and len(summary.discovery.duplicates) == 1
-    assert _rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(1,)]
+    assert kb_rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(1,)]
 
 
 def _long_pdf(path: Path, pages: int) -> None:
@@ -189,14 +182,10 @@ def test_a_document_whose_assembly_times_out_is_quarantined_and_the_batch_goes_o
         hurried = dataclasses.replace(options, pdf=dataclasses.replace(options.pdf, doc_timeout_s=0.5))
         assemble_batch(batch, layout, hurried, run_id="hurried", workers=workers)
     load_documents(layout, [d.doc_id for d in batch.docs])
-    con = connect(layout, read_only=True)
-    try:
-        docs = {r[0]: r[1:] for r in con.execute("SELECT file_name, status, error FROM documents").fetchall()}
-        pages = con.execute(
-            "SELECT d.file_name, count(*) FROM pages JOIN documents d USING (doc_id) GROUP BY 1"
-        ).fetchall()
-    finally:
-        con.close()
+    docs = documents_by_name(layout.root)
+    pages = kb_rows(
+        layout.root, "SELECT d.file_name, count(*) FROM pages JOIN documents d USING (doc_id) GROUP BY 1"
+    )
     status, error = docs["long.pdf"]
     assert status == "quarantined" and error.startswith("assembly failed:") and "limit" in error
     assert docs["report.pdf"] == ("ingested", None)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
+from kb_query import kb_rows as query
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 
@@ -81,14 +81,6 @@ def xcom(dag_id: str, run_id: str, task_id: str) -> Any:
             .one()
         )
         return row.value
-
-
-def query(kb: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(kb / "kb.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def table_fingerprints(kb: Path) -> dict[str, list[tuple]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kb_query import kb_rows
+
 from chandra_ocr.pipeline import RunSummary
-from chandra_ocr.store.duckdb_store import connect
-from chandra_ocr.store.layout import KbLayout
 
 # A file name that must be escaped in HTML (and still be a valid file name).
 ODD_NAME = 'memo <b>&"copy".pdf'
@@ -21,8 +21,4 @@ class IngestedKb:
     summary: RunSummary
 
     def rows(self, sql: str) -> list[tuple]:
-        con = connect(KbLayout(self.kb), read_only=True)
-        try:
-            return con.execute(sql).fetchall()
-        finally:
-            con.close()
+        return kb_rows(self.kb, sql)

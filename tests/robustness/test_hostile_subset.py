@@ -10,8 +10,8 @@ import shutil
 import time
 from pathlib import Path
 
-import duckdb
 import pytest
+from kb_query import documents_by_name, kb_rows
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.extract import extract_batch
@@ -79,15 +79,12 @@ def test_hostile_files_end_with_a_status_and_the_right_reason(corpus: Path, tmp_
     summary = run(src, tmp_path / "kb", options)
     elapsed = time.monotonic() - started
 
-    con = duckdb.connect(str(tmp_path / "kb" / "kb.duckdb"), read_only=True)
-    try:
-        docs = {r[0]: r[1:] for r in con.execute("SELECT file_name, status, error FROM documents").fetchall()}
-        potato = con.execute(
-            "SELECT string_agg(b.text, ' ') FROM blocks b JOIN documents d USING (doc_id) "
-            "WHERE d.file_name LIKE '%enc-XI-R6,V5,U=view,O=master.pdf'"
-        ).fetchone()[0]
-    finally:
-        con.close()
+    docs = documents_by_name(tmp_path / "kb")
+    ((potato,),) = kb_rows(
+        tmp_path / "kb",
+        "SELECT string_agg(b.text, ' ') FROM blocks b JOIN documents d USING (doc_id) "
+        "WHERE d.file_name LIKE '%enc-XI-R6,V5,U=view,O=master.pdf'",
+    )
     assert len(docs) == len(EXPECTED)
     for i, (rel, (status, reason)) in enumerate(EXPECTED.items()):
         got_status, got_reason = docs[_name(i, rel)]
@@ -127,11 +124,7 @@ def test_a_page_beyond_the_worker_memory_cap_is_refused_with_a_reason(corpus: Pa
     assemble_batch(batch, layout, options, run_id="memory-cap")
     load_documents(layout, [d.doc_id for d in batch.docs])
 
-    con = duckdb.connect(str(layout.duckdb_path), read_only=True)
-    try:
-        docs = {r[0]: r[1:] for r in con.execute("SELECT file_name, status, error FROM documents").fetchall()}
-    finally:
-        con.close()
+    docs = documents_by_name(layout.root)
     assert docs["phototest.pdf"] == ("ingested", None)
     status, reason = docs["enormous.pdf"]
     assert status == "partial" and re.search(
@@ -152,11 +145,7 @@ def test_a_page_that_renders_forever_is_killed_at_the_page_time_limit(corpus: Pa
     started = time.monotonic()
     run(src, tmp_path / "kb", IngestOptions(engine="cpu", pdf=pdf))
 
-    con = duckdb.connect(str(tmp_path / "kb" / "kb.duckdb"), read_only=True)
-    try:
-        docs = {r[0]: r[1:] for r in con.execute("SELECT file_name, status, error FROM documents").fetchall()}
-    finally:
-        con.close()
+    docs = documents_by_name(tmp_path / "kb")
     assert docs["phototest.pdf"] == ("ingested", None)
     status, reason = docs["cycle.pdf"]
     assert status == "partial" and re.search(

@@ -31,6 +31,7 @@ from deployment import (
     start_redis,
     wait_until,
 )
+from kb_query import kb_rows
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.pipeline import run
@@ -141,14 +142,6 @@ def test_ocr_ran_on_the_gpu_worker_and_everything_else_on_the_default_worker(cel
     assert {t[0] for t in others} == stages
 
 
-def _rows(kb: Path, sql: str) -> list[tuple]:
-    con = connect(KbLayout(kb), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _content(kb: Path) -> dict[str, list[tuple]]:
     con = connect(KbLayout(kb), read_only=True)
     try:
@@ -168,7 +161,7 @@ def test_the_knowledge_base_equals_a_single_process_run(celery_run, tmp_path):
     run(celery_run.landing, single, options)
     distributed, alone = _content(celery_run.kb), _content(single)
     status = "SELECT file_name, status, error FROM documents ORDER BY 1"
-    assert _rows(celery_run.kb, status) == _rows(single, status)
+    assert kb_rows(celery_run.kb, status) == kb_rows(single, status)
     assert {t: len(r) for t, r in distributed.items()} == {t: len(r) for t, r in alone.items()}
     assert len(distributed["chunks"]) > 0 and any(r[4] == "ocr" for r in distributed["pages"])
     for table in SHARD_TABLES:
@@ -176,7 +169,7 @@ def test_the_knowledge_base_equals_a_single_process_run(celery_run, tmp_path):
 
 
 def test_the_run_record_report_and_progress_lines(celery_run):
-    ((metrics,),) = _rows(celery_run.kb, "SELECT metrics FROM runs")
+    ((metrics,),) = kb_rows(celery_run.kb, "SELECT metrics FROM runs")
     stages = json.loads(metrics)["stage_seconds"]
     assert set(stages) == {"compress", "extract", "assemble", "load"} and min(stages.values()) > 0
     assert (celery_run.kb / "report" / "report.html").stat().st_size > 0
