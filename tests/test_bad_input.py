@@ -5,11 +5,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from kb_query import documents_by_name, kb_rows
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.pipeline import run
-from chandra_ocr.store.duckdb_store import connect
-from chandra_ocr.store.layout import KbLayout
 
 pytestmark = pytest.mark.corpus
 
@@ -33,12 +32,8 @@ def test_bad_files_are_quarantined_and_the_good_one_ingested(corpus, samples, tm
 
     summary = run(src, tmp_path / "kb", IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0)))
 
-    con = connect(KbLayout(tmp_path / "kb"), read_only=True)
-    try:
-        docs = {r[0]: r[1:] for r in con.execute("SELECT file_name, status, error FROM documents").fetchall()}
-        pages = con.execute("SELECT DISTINCT file_name FROM pages JOIN documents USING (doc_id)").fetchall()
-    finally:
-        con.close()
+    docs = documents_by_name(tmp_path / "kb")
+    pages = kb_rows(tmp_path / "kb", "SELECT DISTINCT file_name FROM pages JOIN documents USING (doc_id)")
     assert docs.pop("good.pdf") == ("ingested", None)
     assert pages == [("good.pdf",)]
     for i, words in enumerate(BAD.values()):

@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from fault_proxy import FaultProxy
+from kb_query import documents_by_name, kb_rows
 from vllm_server import API_KEY
 
 from chandra_ocr.config import IngestOptions, PdfOptions
@@ -63,13 +64,8 @@ def _ingest(src: Path, kb: Path, preset, proxy: FaultProxy, **server):
 
 
 def _rows(kb: Path) -> dict[str, tuple]:
-    con = duckdb.connect(str(kb / "kb.duckdb"), read_only=True)
-    try:
-        docs = {r[0]: r[1:] for r in con.execute("SELECT file_name, status, error FROM documents").fetchall()}
-        pages = con.execute("SELECT engine, status, finish_reason FROM pages ORDER BY ALL").fetchall()
-    finally:
-        con.close()
-    return {"docs": docs, "pages": pages}
+    pages = kb_rows(kb, "SELECT engine, status, finish_reason FROM pages ORDER BY ALL")
+    return {"docs": documents_by_name(kb), "pages": pages}
 
 
 @pytest.mark.timeout(300)
