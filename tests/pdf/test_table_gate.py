@@ -40,4 +40,4 @@ def _grid(page, rows: int, cols: int, x0=50, y0=50, w=60, h=20, as_pieces=False)
     ],
 )
 def test_grid_gate(draw, expected):
-    assert _has_grid(_page(draw)) is expected
+    assert _has_grid(_page(draw).get_cdrawings()) is expected

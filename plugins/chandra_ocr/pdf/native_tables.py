@@ -1,17 +1,16 @@
-"""Ruled tables of born-digital pages (PyMuPDF ``find_tables``) → ``Table``s; table blocks replace their text.
+"""Ruled tables of born-digital pages (``pdf/ruled_grid.py``) → ``Table``s; table blocks replace their text.
 
-Only tables drawn with lines are detected (the "lines" strategy): whitespace-aligned text is
+Only tables drawn with lines are detected (the "lines" method): whitespace-aligned text is
 too often prose in columns to be called a table without a layout model, so it stays text.
 
 - A page is only searched when its vector graphics hold a grid: rules (lines, thin rectangles,
   rectangle edges; touching collinear pieces joined) that cross each other into one connected
   group with at least two distinct horizontal and two vertical positions and at least two cells
   (``_has_grid``, a cheap pass over the drawing list; on the corpus it never missed a page where
-  ``find_tables`` finds a table). Pages with more than ``MAX_PATH_ITEMS`` drawing items (charts,
-  maps) are not searched.
-- PyMuPDF's own header guess (it renders the area above each table and re-reads text for every
-  header cell) is skipped while searching: we never use it, and it was two thirds of the time
-  ``find_tables`` took on text-heavy table pages.
+  PyMuPDF's ``find_tables`` finds a table). Pages with more than ``MAX_PATH_ITEMS`` drawing
+  items (charts, maps) are not searched.
+- Cells are read from MuPDF's words (logical order, so right-to-left text reads as in the text
+  layer); a word running across a cell border is split by its characters.
 - Frames are not tables: a table whose area holds another table is dropped, and a table with
   one cell covering most of it (a frame around a ruled table) is replaced by the tables found
   inside that cell.
@@ -20,26 +19,25 @@ too often prose in columns to be called a table without a layout model, so it st
 - Merged cells keep their spans: a cell's ``rowspan``/``colspan`` are the grid rows and columns
   its rectangle covers. The grid becomes HTML and goes through ``parse.tables.table_from_html``,
   so header rules and limits are the same as for model output; ``source`` is "native".
-- Bboxes are in points of the displayed page (rotation applied), like every block.
+- Bboxes are in points of the displayed page (rotation applied), like every block; rows and
+  columns are those of the displayed page.
 """
 
 from __future__ import annotations
 
 import bisect
-import contextlib
 import dataclasses
 import html
 import logging
 import re
-from collections.abc import Iterator
 
 import pymupdf
-import pymupdf.table
 
 from chandra_ocr.document import BBoxPt, Block, Table
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.html_text import html_to_text
 from chandra_ocr.parse.tables import table_from_html
+from chandra_ocr.pdf.ruled_grid import Box, Grid, Word, cell_texts, find_grids, page_words
 
 log = logging.getLogger(__name__)
 
@@ -55,19 +53,19 @@ _CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[\dIVXLC]+\b
 _TOL = 1.0  # points: cell edges this close to a grid line are on it
 
 
-_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew, Arabic, Syriac, Thaana…
-
-
 def native_tables(page: pymupdf.Page) -> list[Table]:
     """The ruled tables of ``page`` in reading order (top to bottom), numbered from 1; [] when none."""
-    if not _has_grid(page):
+    paths = page.get_cdrawings()
+    if not _has_grid(paths):
         return []
-    with _no_header_guess():
-        found = [(t, texts) for t in _tables_in(page, None) if _usable(t, texts := _texts(t, page))]
+    words = page_words(page)
+    found = [
+        (g, texts) for g in _grids_in(page, paths, words, None) if _usable(g, texts := _texts(g, words, page))
+    ]
     tables = []
-    for t, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
+    for g, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
         try:
-            table = _to_table(t, texts[:n_rows], page, len(tables) + 1)
+            table = _to_table(g, texts[:n_rows], page, len(tables) + 1)
         except ParseError:
             continue  # no cell text at all
         if sum(1 for c in table.cells if c.text) >= MIN_FILL * table.n_rows * table.n_cols:
@@ -95,9 +93,9 @@ def with_table_blocks(blocks: list[Block], tables: list[Table]) -> tuple[list[Bl
     return [dataclasses.replace(b, block_no=i) for i, b in enumerate(out)], tables
 
 
-def _has_grid(page: pymupdf.Page) -> bool:
-    """Whether the page's rules form a connected grid of at least two cells (see the module doc)."""
-    rules = _rules(page)
+def _has_grid(paths: list[dict]) -> bool:
+    """Whether the rules of these drawings (``get_cdrawings``) form a connected grid of at least two cells."""
+    rules = _rules(paths)
     if rules is None:
         return False
     h, v = rules
@@ -138,16 +136,16 @@ def _two_cells(n_horizontal: int, n_vertical: int) -> bool:
 _Rule = tuple[float, float, float]  # (position across, start, end along)
 
 
-def _rules(page: pymupdf.Page) -> tuple[list[_Rule], list[_Rule]] | None:
-    """(horizontal, vertical) rules of the page's drawings; None past ``MAX_PATH_ITEMS`` items."""
+def _rules(paths: list[dict]) -> tuple[list[_Rule], list[_Rule]] | None:
+    """(horizontal, vertical) rules of the drawings; None past ``MAX_PATH_ITEMS`` items."""
     h: list[_Rule] = []
     v: list[_Rule] = []
     n = 0
-    for path in page.get_cdrawings():
+    for path in paths:
         for item in path["items"]:
             n += 1
             if n > MAX_PATH_ITEMS:
-                log.debug("page %d: %d+ drawing items, not searched for tables", page.number + 1, n)
+                log.debug("%d+ drawing items: a chart or map, not searched for tables", n)
                 return None
             if item[0] == "l":
                 (x0, y0), (x1, y1) = item[1], item[2]
@@ -194,80 +192,57 @@ def _distinct(positions: list[float]) -> int:
     return n
 
 
-@contextlib.contextmanager
-def _no_header_guess() -> Iterator[None]:
-    """Skip ``pymupdf.table.Table``'s header guess while searching (we never read ``Table.header``)."""
-    table_cls = getattr(pymupdf.table, "Table", None)
-    header_cls = getattr(pymupdf.table, "TableHeader", None)
-    if table_cls is None or header_cls is None or not hasattr(table_cls, "_get_header"):
-        yield  # another PyMuPDF: search as it comes
-        return
-    guess = table_cls._get_header
-    table_cls._get_header = lambda self, y_tolerance=3: header_cls(None, [], [], False)
-    try:
-        yield
-    finally:
-        table_cls._get_header = guess
-
-
-def _tables_in(page: pymupdf.Page, clip: pymupdf.Rect | None, depth: int = 0) -> list:
-    """PyMuPDF tables of ``page`` (within ``clip``), frames replaced by the tables inside them."""
-    found = page.find_tables(clip=clip).tables
+def _grids_in(
+    page: pymupdf.Page, paths: list[dict], words: list[Word], clip: Box | None, depth: int = 0
+) -> list[Grid]:
+    """Ruled grids of ``page`` (within ``clip``), frames replaced by the grids inside them."""
     out = []
-    for t in found:
-        frame = _frame_cell(t)
-        inner = _tables_in(page, frame, depth + 1) if frame is not None and depth < 2 else []
-        out.extend(inner or [t])
+    for g in find_grids(page, paths, words, clip):
+        frame = _frame_cell(g)
+        inner = _grids_in(page, paths, words, frame, depth + 1) if frame is not None and depth < 2 else []
+        out.extend(inner or [g])
     return out
 
 
-def _frame_cell(t) -> pymupdf.Rect | None:
-    """The one cell covering most of table ``t`` (a frame around other content), else None."""
-    area = abs(pymupdf.Rect(t.bbox))
-    for cell in t.cells:
-        if cell is not None and area and abs(pymupdf.Rect(cell)) > FRAME_SHARE * area:
-            return pymupdf.Rect(cell)
+def _frame_cell(g: Grid) -> Box | None:
+    """The one cell covering most of grid ``g`` (a frame around other content), else None."""
+    area = abs(pymupdf.Rect(g.bbox))
+    for cell in g.cells:
+        if area and abs(pymupdf.Rect(cell)) > FRAME_SHARE * area:
+            return cell
     return None
 
 
-def _texts(t, page: pymupdf.Page) -> list[list[str]]:
+def _texts(g: Grid, words: list[Word], page: pymupdf.Page) -> list[list[str]]:
     """Each grid position's text, whitespace collapsed ("" where a merged cell covers it).
 
-    ``extract()`` joins characters in visual (left-to-right) order; for right-to-left scripts
-    the cells are read again with MuPDF's text extraction, which returns logical order like
-    the text layer's blocks.
+    MuPDF's words are in logical order, so right-to-left cells read like the text layer's blocks.
     """
-    rows = t.extract()
-    if any(_RTL.search(text or "") for row in rows for text in row):
-        rows = [
-            [page.get_text("text", clip=cell).strip() if cell is not None else "" for cell in row.cells]
-            for row in t.rows
-        ]
-    return [[" ".join((text or "").split()) for text in row] for row in rows]
+    return [[" ".join((text or "").split()) for text in row] for row in cell_texts(g, words, page)]
 
 
-def _usable(t, texts: list[list[str]]) -> bool:
+def _usable(g: Grid, texts: list[list[str]]) -> bool:
     """At least 2 × 2 with two cells holding text."""
-    return t.row_count >= 2 and t.col_count >= 2 and sum(1 for row in texts for text in row if text) >= 2
+    return g.row_count >= 2 and g.col_count >= 2 and sum(1 for row in texts for text in row if text) >= 2
 
 
-def _untangle(found: list) -> list[tuple[object, list[list[str]], int]]:
-    """(table, texts, rows to keep) with nesting resolved.
+def _untangle(found: list[tuple[Grid, list[list[str]]]]) -> list[tuple[Grid, list[list[str]], int]]:
+    """(grid, texts, rows to keep) with nesting resolved.
 
-    A table holding another one is a frame when the inner table fills most of it (dropped);
+    A grid holding another one is a frame when the inner grid fills most of it (dropped);
     otherwise it is a table whose ruling ran on into the next table: it keeps its rows above
-    the inner table's top.
+    the inner grid's top.
     """
-    boxes = [pymupdf.Rect(t.bbox) for t, _ in found]
+    boxes = [pymupdf.Rect(g.bbox) for g, _ in found]
     out = []
-    for i, (t, texts) in enumerate(found):
+    for i, (g, texts) in enumerate(found):
         inner = [b for j, b in enumerate(boxes) if j != i and _holds(boxes[i], b)]
         if any(abs(b) > FRAME_SHARE * abs(boxes[i]) for b in inner):
             continue
         top = min((b.y0 for b in inner), default=float("inf"))
-        n_rows = sum(1 for row in t.rows if row.bbox[1] < top - _TOL)
+        n_rows = sum(1 for box in g.row_boxes if box[1] < top - _TOL)
         if n_rows >= 2:
-            out.append((t, texts, n_rows))
+            out.append((g, texts, n_rows))
     return out
 
 
@@ -276,14 +251,14 @@ def _holds(outer: pymupdf.Rect, inner: pymupdf.Rect) -> bool:
     return (outer + (-_TOL, -_TOL, _TOL, _TOL)).contains(inner) and abs(inner) < abs(outer)
 
 
-def _to_table(t, texts: list[list[str]], page: pymupdf.Page, table_no: int) -> Table:
-    """One PyMuPDF table → HTML with spans → ``Table`` (source "native", bbox in displayed space)."""
-    row_starts = [row.bbox[1] for row in t.rows]
-    col_starts = _column_starts(t)
+def _to_table(g: Grid, texts: list[list[str]], page: pymupdf.Page, table_no: int) -> Table:
+    """One grid → HTML with spans → ``Table`` (source "native", bbox in displayed space)."""
+    row_starts = [box[1] for box in g.row_boxes]
+    col_starts = sorted({cell[0] for cell in g.cells})
     rows_html = []
-    for i, row in enumerate(t.rows[: len(texts)]):
+    for i, row in enumerate(g.rows[: len(texts)]):
         cells = []
-        for j, rect in enumerate(row.cells):
+        for j, rect in enumerate(row):
             if rect is None:
                 continue
             rowspan = _covered(row_starts, i, rect[3])
@@ -294,20 +269,7 @@ def _to_table(t, texts: list[list[str]], page: pymupdf.Page, table_no: int) -> T
             cells.append(f"<td{attrs}>{html.escape(texts[i][j])}</td>")
         rows_html.append("<tr>" + "".join(cells) + "</tr>")
     markup = "<table>" + "".join(rows_html) + "</table>"
-    return table_from_html(markup, table_no=table_no, bbox=_displayed(page, t.bbox), source="native")
-
-
-def _column_starts(t) -> list[float]:
-    """Left edge of each grid column (the leftmost cell starting in that column)."""
-    starts = [float("inf")] * t.col_count
-    for row in t.rows:
-        for j, rect in enumerate(row.cells):
-            if rect is not None:
-                starts[j] = min(starts[j], rect[0])
-    fill = t.bbox[0]
-    for j, x in enumerate(starts):  # a column no cell starts in: right after the previous one
-        starts[j] = fill = x if x != float("inf") else fill
-    return starts
+    return table_from_html(markup, table_no=table_no, bbox=_rounded(g.bbox), source="native")
 
 
 def _covered(starts: list[float], first: int, end: float) -> int:
@@ -318,11 +280,9 @@ def _covered(starts: list[float], first: int, end: float) -> int:
     return n
 
 
-def _displayed(page: pymupdf.Page, bbox: tuple) -> BBoxPt:
-    rect = pymupdf.Rect(bbox)
-    if page.rotation:
-        rect = rect * page.rotation_matrix
-    return (round(rect.x0, 2), round(rect.y0, 2), round(rect.x1, 2), round(rect.y1, 2))
+def _rounded(bbox: Box) -> BBoxPt:
+    x0, y0, x1, y1 = bbox
+    return (round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2))
 
 
 def _inside(block: Block, box: pymupdf.Rect) -> bool:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 # Clip to the page, expand ligatures (better for search), keep images out of the pass (they would
 # be copied into Python); unmapped glyphs come back as U+FFFD instead of their CID.
-_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_PRESERVE_WHITESPACE
+TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_PRESERVE_WHITESPACE
 _VISIBLE = pymupdf.mupdf.FZ_STEXT_FILLED | pymupdf.mupdf.FZ_STEXT_STROKED
 _UNMAPPED = pymupdf.mupdf.FZ_STEXT_UNICODE_IS_CID | pymupdf.mupdf.FZ_STEXT_UNICODE_IS_GID
 _BOLD_CHAR = pymupdf.mupdf.FZ_STEXT_BOLD
@@ -70,7 +70,7 @@ class _Raw:
 
 def read_page(page: pymupdf.Page) -> PageText:
     """Extract labelled blocks and text statistics from ``page`` in one text pass (images not measured)."""
-    data = page.get_text("dict", flags=_FLAGS)
+    data = page.get_text("dict", flags=TEXT_FLAGS)
     raws, tally = _collect(data["blocks"], page.rotation_matrix if page.rotation else None)
     blocks = []
     if raws:

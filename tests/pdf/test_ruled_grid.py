@@ -1,0 +1,86 @@
+"""The ruled-grid reader on drawn pages: rotation, side rules left out, text overflowing a cell."""
+
+from __future__ import annotations
+
+import pymupdf
+
+from chandra_ocr.pdf.native_tables import native_tables
+from chandra_ocr.pdf.ruled_grid import find_grids, page_words
+
+X0, Y0, W, H = 60, 80, 90, 24  # grid origin, column width, row height (points)
+
+
+def _table(page: pymupdf.Page, texts: list[list[str]], *, side_rules: bool = True) -> None:
+    """Draw a ruled table with ``texts`` (rows of cells) at (X0, Y0)."""
+    rows, cols = len(texts), len(texts[0])
+    for r in range(rows + 1):
+        page.draw_line((X0, Y0 + r * H), (X0 + cols * W, Y0 + r * H))
+    for c in range(cols + 1) if side_rules else range(1, cols):
+        page.draw_line((X0 + c * W, Y0), (X0 + c * W, Y0 + rows * H))
+    for r, row in enumerate(texts):
+        for c, text in enumerate(row):
+            page.insert_text((X0 + c * W + 4, Y0 + r * H + 16), text, fontsize=10)
+
+
+def _cells(table) -> list[list[str]]:
+    grid = [[""] * table.n_cols for _ in range(table.n_rows)]
+    for cell in table.cells:
+        grid[cell.row][cell.col] = cell.text
+    return grid
+
+
+TEXTS = [["Name", "Town", "Count"], ["Alder", "Leeds", "12"]]
+
+
+def test_an_upright_table_reads_row_by_row():
+    page = pymupdf.open().new_page(width=400, height=300)
+    _table(page, TEXTS)
+    (table,) = native_tables(page)
+    assert _cells(table) == TEXTS
+    assert table.bbox == (X0, Y0, X0 + 3 * W, Y0 + 2 * H)
+
+
+def test_a_rotated_page_gives_the_table_a_reader_sees():
+    """A page shown turned by 90°: rows and columns are those of the displayed page, and the
+    bbox is in displayed space like every block's."""
+    page = pymupdf.open().new_page(width=400, height=300)
+    _table(page, TEXTS)
+    page.set_rotation(90)
+    (table,) = native_tables(page)
+    assert (table.n_rows, table.n_cols) == (3, 2)  # drawn as 2 × 3, displayed turned
+    expected = pymupdf.Rect(X0, Y0, X0 + 3 * W, Y0 + 2 * H) * page.rotation_matrix
+    assert pymupdf.Rect(table.bbox) == pymupdf.Rect([round(v, 2) for v in expected])
+    assert page.rect.contains(pymupdf.Rect(table.bbox))
+    assert sorted(c.text for c in table.cells) == sorted(t for row in TEXTS for t in row)
+
+
+def test_outer_columns_without_side_rules_are_closed_by_the_drawing_outline():
+    """Only inner vertical rules: the outline of the touching rules (which holds text) closes the
+    outer columns, as in PyMuPDF's finder."""
+    page = pymupdf.open().new_page(width=400, height=300)
+    _table(page, TEXTS, side_rules=False)
+    (table,) = native_tables(page)
+    assert _cells(table) == TEXTS
+
+
+def test_a_word_running_into_the_next_cell_is_split_at_the_rule():
+    """Text overflowing its cell, with no space before the next cell's text, is one MuPDF word;
+    its characters go to the cell holding their centre."""
+    page = pymupdf.open().new_page(width=400, height=300)
+    _table(page, [["Name", "Number"], ["x", "y"]])
+    first, second = "Elizabeth", "2165"
+    start = X0 + W - pymupdf.get_text_length(first, fontsize=10)  # second part starts at the rule
+    page.insert_text((start, Y0 + 2 * H + 16), first + second, fontsize=10)
+    page.draw_line((X0, Y0 + 3 * H), (X0 + 2 * W, Y0 + 3 * H))
+    page.draw_line((X0, Y0 + 2 * H), (X0, Y0 + 3 * H))
+    page.draw_line((X0 + W, Y0 + 2 * H), (X0 + W, Y0 + 3 * H))
+    page.draw_line((X0 + 2 * W, Y0 + 2 * H), (X0 + 2 * W, Y0 + 3 * H))
+    assert [w[4] for w in page_words(page) if w[4].startswith(first)] == [first + second]
+    (table,) = native_tables(page)
+    assert _cells(table)[2] == [first, second]
+
+
+def test_a_grid_without_text_is_no_table():
+    page = pymupdf.open().new_page(width=400, height=300)
+    _table(page, [["", ""], ["", ""]])
+    assert find_grids(page, page.get_cdrawings(), page_words(page)) == []
