@@ -5,7 +5,7 @@ from __future__ import annotations
 import pymupdf
 
 from chandra_ocr.pdf.native_tables import native_tables
-from chandra_ocr.pdf.ruled_grid import find_grids, page_words
+from chandra_ocr.pdf.ruled_grid import drawn_rules, find_grids, page_words
 
 X0, Y0, W, H = 60, 80, 90, 24  # grid origin, column width, row height (points)
 
@@ -83,4 +83,4 @@ def test_a_word_running_into_the_next_cell_is_split_at_the_rule():
 def test_a_grid_without_text_is_no_table():
     page = pymupdf.open().new_page(width=400, height=300)
     _table(page, [["", ""], ["", ""]])
-    assert find_grids(page, page.get_cdrawings(), page_words(page)) == []
+    assert find_grids(drawn_rules(page, page.get_cdrawings()), page_words(page)) == []

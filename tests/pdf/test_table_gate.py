@@ -1,11 +1,11 @@
-"""The grid gate of native table search on drawn pages: which rule patterns count as a grid."""
+"""The gate of native table search on drawn pages: which rule patterns enclose two touching cells."""
 
 from __future__ import annotations
 
 import pymupdf
 import pytest
 
-from chandra_ocr.pdf.native_tables import _has_grid
+from chandra_ocr.pdf.ruled_grid import drawn_rules, has_cells
 
 
 def _page(draw) -> pymupdf.Page:
@@ -40,4 +40,5 @@ def _grid(page, rows: int, cols: int, x0=50, y0=50, w=60, h=20, as_pieces=False)
     ],
 )
 def test_grid_gate(draw, expected):
-    assert _has_grid(_page(draw).get_cdrawings()) is expected
+    page = _page(draw)
+    assert has_cells(drawn_rules(page, page.get_cdrawings())) is expected

@@ -154,29 +154,27 @@ def _pages_with_tables(corpus: Path):
 def test_grid_gate_passes_every_page_where_a_table_is_found(corpus):
     """The cheap gate must never skip a page that PyMuPDF's find_tables or our ungated finder has a
     2 × 2 table on."""
-    from chandra_ocr.pdf.native_tables import _has_grid
-    from chandra_ocr.pdf.ruled_grid import find_grids, page_words
+    from chandra_ocr.pdf.ruled_grid import drawn_rules, find_grids, has_cells, page_words
 
     for path, page_no in _pages_with_tables(corpus):
         with pymupdf.open(path) as doc:
             page = doc[page_no - 1]
-            paths = page.get_cdrawings()
-            ours = find_grids(page, paths, page_words(page))
+            rules = drawn_rules(page, page.get_cdrawings())
+            ours = find_grids(rules, page_words(page))
             theirs = page.find_tables().tables
             if any(t.row_count >= 2 and t.col_count >= 2 for t in [*ours, *theirs]):
-                assert _has_grid(paths), f"{path.name} page {page_no}"
+                assert has_cells(rules), f"{path.name} page {page_no}"
 
 
 def test_grids_have_the_shape_pymupdf_finds(corpus):
     """Our ruled-grid reader follows the same method as PyMuPDF's find_tables ("lines"): on the
     accuracy pages, every table it finds has the rows and columns PyMuPDF's has."""
-    from chandra_ocr.pdf.ruled_grid import find_grids, page_words
+    from chandra_ocr.pdf.ruled_grid import drawn_rules, find_grids, page_words
 
     for path, page_no in _pages_with_tables(corpus):
         with pymupdf.open(path) as doc:
             page = doc[page_no - 1]
-            ours = [
-                (g.row_count, g.col_count) for g in find_grids(page, page.get_cdrawings(), page_words(page))
-            ]
+            grids = find_grids(drawn_rules(page, page.get_cdrawings()), page_words(page))
+            ours = [(g.row_count, g.col_count) for g in grids]
             theirs = [(t.row_count, t.col_count) for t in page.find_tables().tables]
         assert sorted(ours) == sorted(theirs), f"{path.name} page {page_no}"

@@ -3,12 +3,9 @@
 Only tables drawn with lines are detected (the "lines" method): whitespace-aligned text is
 too often prose in columns to be called a table without a layout model, so it stays text.
 
-- A page is only searched when its vector graphics hold a grid: rules (lines, thin rectangles,
-  rectangle edges; touching collinear pieces joined) that cross each other into one connected
-  group with at least two distinct horizontal and two vertical positions and at least two cells
-  (``_has_grid``, a cheap pass over the drawing list; on the corpus it never missed a page where
-  PyMuPDF's ``find_tables`` finds a table). Pages with more than ``MAX_PATH_ITEMS`` drawing
-  items (charts, maps) are not searched.
+- A page is only searched when its drawn edges alone enclose two touching cells
+  (``ruled_grid.has_cells``, before any word is read); pages with more than
+  ``ruled_grid.MAX_ITEMS`` drawing items (charts, maps) are not searched.
 - Cells are read from MuPDF's words (logical order, so right-to-left text reads as in the text
   layer); a word running across a cell border is split by its characters.
 - Frames are not tables: a table whose area holds another table is dropped, and a table with
@@ -25,10 +22,8 @@ too often prose in columns to be called a table without a layout model, so it st
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import html
-import logging
 import re
 
 import pymupdf
@@ -37,15 +32,18 @@ from chandra_ocr.document import BBoxPt, Block, Table
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.html_text import html_to_text
 from chandra_ocr.parse.tables import table_from_html
-from chandra_ocr.pdf.ruled_grid import Box, Grid, Word, cell_texts, find_grids, page_words
+from chandra_ocr.pdf.ruled_grid import (
+    Box,
+    Grid,
+    Rules,
+    Word,
+    cell_texts,
+    drawn_rules,
+    find_grids,
+    has_cells,
+    page_words,
+)
 
-log = logging.getLogger(__name__)
-
-MAX_PATH_ITEMS = 20_000  # more drawing items than this: a chart or map, not searched for tables
-MIN_RULE_PT = 5.0  # shorter strokes are not rules
-MIN_EDGE_PT = 3.0  # rectangle sides shorter than this are no edges (PyMuPDF's edge_min_length)
-THIN_PT = 2.0  # a rectangle this thin is a rule, not a box
-GRID_TOL = 3.0  # points: rules this close meet (PyMuPDF's snap/join/intersection tolerance)
 FRAME_SHARE = 0.5  # one cell covering more than this share of its table: a frame around other content
 MIN_FILL = 0.3  # fewer cells with text per grid position: boxes of a diagram, not a table
 INSIDE_SHARE = 0.6  # a text block with this share of its area inside a table is part of the table
@@ -53,15 +51,16 @@ _CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[\dIVXLC]+\b
 _TOL = 1.0  # points: cell edges this close to a grid line are on it
 
 
-def native_tables(page: pymupdf.Page) -> list[Table]:
-    """The ruled tables of ``page`` in reading order (top to bottom), numbered from 1; [] when none."""
-    paths = page.get_cdrawings()
-    if not _has_grid(paths):
+def native_tables(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> list[Table]:
+    """The ruled tables of ``page`` in reading order (top to bottom), numbered from 1; [] when none.
+
+    ``textpage``: the page's text extracted with ``text_layer.TEXT_FLAGS``, if already at hand.
+    """
+    rules = drawn_rules(page, page.get_cdrawings())
+    if rules is None or not has_cells(rules):
         return []
-    words = page_words(page)
-    found = [
-        (g, texts) for g in _grids_in(page, paths, words, None) if _usable(g, texts := _texts(g, words, page))
-    ]
+    words = page_words(page, textpage)
+    found = [(g, texts) for g in _grids_in(rules, words, None) if _usable(g, texts := _texts(g, words, page))]
     tables = []
     for g, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
         try:
@@ -93,113 +92,12 @@ def with_table_blocks(blocks: list[Block], tables: list[Table]) -> tuple[list[Bl
     return [dataclasses.replace(b, block_no=i) for i, b in enumerate(out)], tables
 
 
-def _has_grid(paths: list[dict]) -> bool:
-    """Whether the rules of these drawings (``get_cdrawings``) form a connected grid of at least two cells."""
-    rules = _rules(paths)
-    if rules is None:
-        return False
-    h, v = rules
-    if not _two_cells(len(h), len(v)):  # not even counting every rule as its own position
-        return False
-    groups = _Groups(len(h) + len(v))
-    by_y = sorted(range(len(h)), key=lambda i: h[i][0])
-    ys = [h[i][0] for i in by_y]
-    for j, (x, y0, y1) in enumerate(v):  # each vertical rule with the horizontal ones it crosses
-        for k in range(bisect.bisect_left(ys, y0 - GRID_TOL), bisect.bisect_right(ys, y1 + GRID_TOL)):
-            i = by_y[k]
-            if h[i][1] - GRID_TOL <= x <= h[i][2] + GRID_TOL:
-                groups.join(i, len(h) + j)
-    for rules_, offset in ((h, 0), (v, len(h))):  # touching collinear pieces are one rule
-        end = position = first = None
-        for i in sorted(range(len(rules_)), key=lambda i: rules_[i][:2]):
-            pos, start, stop = rules_[i]
-            if position is not None and pos - position <= GRID_TOL and start <= end + GRID_TOL:
-                groups.join(offset + first, offset + i)
-                end = max(end, stop)
-            else:
-                position, end, first = pos, stop, i
-    members: dict[int, tuple[list[float], list[float]]] = {}
-    for i in range(len(h) + len(v)):
-        hy, vx = members.setdefault(groups.find(i), ([], []))
-        if i < len(h):
-            hy.append(h[i][0])
-        else:
-            vx.append(v[i - len(h)][0])
-    return any(_two_cells(_distinct(hy), _distinct(vx)) for hy, vx in members.values())
-
-
-def _two_cells(n_horizontal: int, n_vertical: int) -> bool:
-    """Whether rules at these many distinct positions can enclose two cells (2 × 3 or 3 × 2 lines)."""
-    return n_horizontal >= 2 and n_vertical >= 2 and n_horizontal + n_vertical >= 5
-
-
-_Rule = tuple[float, float, float]  # (position across, start, end along)
-
-
-def _rules(paths: list[dict]) -> tuple[list[_Rule], list[_Rule]] | None:
-    """(horizontal, vertical) rules of the drawings; None past ``MAX_PATH_ITEMS`` items."""
-    h: list[_Rule] = []
-    v: list[_Rule] = []
-    n = 0
-    for path in paths:
-        for item in path["items"]:
-            n += 1
-            if n > MAX_PATH_ITEMS:
-                log.debug("%d+ drawing items: a chart or map, not searched for tables", n)
-                return None
-            if item[0] == "l":
-                (x0, y0), (x1, y1) = item[1], item[2]
-                if abs(y1 - y0) < 1 and abs(x1 - x0) > MIN_RULE_PT:
-                    h.append(((y0 + y1) / 2, min(x0, x1), max(x0, x1)))
-                elif abs(x1 - x0) < 1 and abs(y1 - y0) > MIN_RULE_PT:
-                    v.append(((x0 + x1) / 2, min(y0, y1), max(y0, y1)))
-            elif item[0] in ("re", "qu"):
-                r = (pymupdf.Rect(item[1]) if item[0] == "re" else pymupdf.Quad(item[1]).rect).normalize()
-                if r.width > MIN_RULE_PT and r.height <= THIN_PT:
-                    h.append(((r.y0 + r.y1) / 2, r.x0, r.x1))
-                elif r.height > MIN_RULE_PT and r.width <= THIN_PT:
-                    v.append(((r.x0 + r.x1) / 2, r.y0, r.y1))
-                else:
-                    if r.width > MIN_EDGE_PT:
-                        h += [(r.y0, r.x0, r.x1), (r.y1, r.x0, r.x1)]
-                    if r.height > MIN_EDGE_PT:
-                        v += [(r.x0, r.y0, r.y1), (r.x1, r.y0, r.y1)]
-    return h, v
-
-
-class _Groups:
-    """Union-find over rule indices."""
-
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-
-    def find(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def join(self, a: int, b: int) -> None:
-        self.parent[self.find(a)] = self.find(b)
-
-
-def _distinct(positions: list[float]) -> int:
-    """How many positions remain when those within ``GRID_TOL`` of the previous one are merged."""
-    n, last = 0, None
-    for x in sorted(positions):
-        n += last is None or x - last > GRID_TOL
-        last = x
-    return n
-
-
-def _grids_in(
-    page: pymupdf.Page, paths: list[dict], words: list[Word], clip: Box | None, depth: int = 0
-) -> list[Grid]:
-    """Ruled grids of ``page`` (within ``clip``), frames replaced by the grids inside them."""
+def _grids_in(rules: Rules, words: list[Word], clip: Box | None, depth: int = 0) -> list[Grid]:
+    """Ruled grids (within ``clip``), frames replaced by the grids inside them."""
     out = []
-    for g in find_grids(page, paths, words, clip):
+    for g in find_grids(rules, words, clip):
         frame = _frame_cell(g)
-        inner = _grids_in(page, paths, words, frame, depth + 1) if frame is not None and depth < 2 else []
+        inner = _grids_in(rules, words, frame, depth + 1) if frame is not None and depth < 2 else []
         out.extend(inner or [g])
     return out
 

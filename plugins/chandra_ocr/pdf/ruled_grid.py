@@ -28,7 +28,9 @@ from chandra_ocr.pdf.text_layer import TEXT_FLAGS
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 Word = tuple  # MuPDF word: (x0, y0, x1, y1, text, block_no, line_no, word_no)
+_Edge = tuple[float, float, float]  # (position across, start, end along)
 
+MAX_ITEMS = 20_000  # more drawing items than this: a chart or map, not searched for tables
 SNAP = 3.0  # points: parallel edges this close are snapped onto one position
 JOIN = 3.0  # points: collinear edges with a gap this small are joined
 MIN_EDGE = 3.0  # points: shorter edges are dropped (after joining)
@@ -58,26 +60,84 @@ class Grid:
         return len(self.rows[0]) if self.rows else 0
 
 
-def page_words(page: pymupdf.Page) -> list[Word]:
-    """The page's words in MuPDF's order, bboxes in displayed space (for ``find_grids``, ``cell_texts``)."""
-    words = page.get_text("words", flags=TEXT_FLAGS)
+def page_words(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> list[Word]:
+    """The page's words in MuPDF's order, bboxes in displayed space (for ``find_grids``, ``cell_texts``).
+
+    ``textpage``: the page's text extracted with ``TEXT_FLAGS``, if already at hand.
+    """
+    words = page.get_text("words", flags=TEXT_FLAGS, textpage=textpage)
     if not page.rotation:
         return words
     m = page.rotation_matrix
     return [(*_box(m, w[:4]), *w[4:]) for w in words]
 
 
-def find_grids(
-    page: pymupdf.Page, paths: list[dict], words: list[Word], clip: Box | None = None
-) -> list[Grid]:
-    """The ruled grids of ``page`` (within ``clip``), top to bottom; ``paths`` from ``get_cdrawings``."""
-    area = page.rect if clip is None else pymupdf.Rect(clip)
+@dataclass(frozen=True)
+class Rules:
+    """A page's drawn edges in displayed space, before snapping, and the boxes of its drawings."""
+
+    h: list[_Edge]  # horizontal: (y, x0, x1)
+    v: list[_Edge]  # vertical: (x, y0, y1)
+    boxes: list[Box]  # each drawing's bounding box (for the outlines of touching drawings)
+    area: Box  # the displayed page
+
+
+def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
+    """The edges of ``paths`` (``page.get_cdrawings()``); None past ``MAX_ITEMS`` drawing items."""
+    segments: list[tuple[float, float, float, float]] = []
+    n = 0
+    for path in paths:
+        items = path["items"]
+        n += len(items)
+        if n > MAX_ITEMS:
+            return None
+        if path.get("closePath") and items and items[0][0] == "l" and items[-1][0] == "l":
+            items = [*items, ("l", items[-1][2], items[0][1])]
+        for item in items:
+            kind = item[0]
+            if kind == "l":
+                segments.append((*item[1], *item[2]))
+            elif kind == "re":
+                x0, y0, x1, y1 = item[1]
+                x0, x1 = (x0, x1) if x0 <= x1 else (x1, x0)
+                y0, y1 = (y0, y1) if y0 <= y1 else (y1, y0)
+                if x1 - x0 <= THIN and x1 - x0 < y1 - y0:  # a rule drawn as a thin rectangle
+                    segments.append(((x0 + x1) / 2, y0, (x0 + x1) / 2, y1))
+                elif y1 - y0 <= THIN and y1 - y0 < x1 - x0:
+                    segments.append((x0, (y0 + y1) / 2, x1, (y0 + y1) / 2))
+                else:
+                    segments += _sides((x0, y0, x1, y1))
+            elif kind == "qu":
+                (ax, ay), (bx, by), (cx, cy), (dx, dy) = item[1]  # ul, ur, ll, lr
+                segments += [(ax, ay, cx, cy), (cx, cy, dx, dy), (dx, dy, bx, by), (bx, by, ax, ay)]
+    m = page.rotation_matrix if page.rotation else None
+    if m is not None:
+        segments = [(*_point(m, (ax, ay)), *_point(m, (bx, by))) for ax, ay, bx, by in segments]
+    area = tuple(page.rect)
+    h, v = _axis_parallel(segments, area)
+    return Rules(h, v, sorted({_box(m, p["rect"]) for p in paths}, key=lambda r: (r[3], r[0])), area)
+
+
+def has_cells(rules: Rules) -> bool:
+    """Whether the drawn edges alone enclose at least two touching cells (the test before words are read)."""
+    h, v = _merge(rules.h), _merge(rules.v)
+    if len(h) < 2 or len(v) < 2 or len(h) + len(v) < 5:  # two cells need 3 + 2 edges at least
+        return False
+    return any(len(cells) >= 2 for cells in _connected(_cells(_crossings(h, v))))
+
+
+def find_grids(rules: Rules, words: list[Word], clip: Box | None = None) -> list[Grid]:
+    """The ruled grids among ``rules`` (within ``clip``), top to bottom; ``words`` from ``page_words``."""
+    area = rules.area if clip is None else tuple(clip)
+    h, v = rules.h, rules.v
     if clip is not None:
         words = [w for w in words if _centre_in(w, area)]
-    h, v = _edges(paths, words, area, page.rotation_matrix if page.rotation else None)
-    h, v = _merge(h), _merge(v)
-    corners = _crossings(h, v)
-    grids = [_grid(cells) for cells in _connected(_cells(corners))]
+        h, v = _axis_parallel([(x0, y, x1, y) for y, x0, x1 in h] + [(x, y0, x, y1) for x, y0, y1 in v], area)
+    outline_h, outline_v = _axis_parallel(
+        [s for box in _outlines(rules.boxes, words) for s in _sides(box)], area
+    )
+    h, v = _merge(h + outline_h), _merge(v + outline_v)
+    grids = [_grid(cells) for cells in _connected(_cells(_crossings(h, v)))]
     grids = [g for g in grids if _two_columns(g) and _has_text(g.bbox, words)]
     return sorted(grids, key=lambda g: (g.bbox[1], g.bbox[0]))
 
@@ -106,16 +166,9 @@ def cell_texts(grid: Grid, words: list[Word], page: pymupdf.Page) -> list[list[s
 
 
 def _crosses(word: Word, cell: Box) -> bool:
-    """Whether ``word`` reaches more than half a character past ``cell`` (across a written line's
-    run: sideways for horizontal text, up or down for vertical text)."""
-    width, height, n = word[2] - word[0], word[3] - word[1], max(len(word[4]), 1)
-    reach_x, reach_y = (width / n / 2, height / 2) if width >= height else (width / 2, height / n / 2)
-    return (
-        word[0] < cell[0] - reach_x
-        or word[2] > cell[2] + reach_x
-        or word[1] < cell[1] - reach_y
-        or word[3] > cell[3] + reach_y
-    )
+    """Whether ``word`` reaches more than half a character past the left or right side of ``cell``."""
+    reach = (word[2] - word[0]) / max(len(word[4]), 1) / 2
+    return word[0] < cell[0] - reach or word[2] > cell[2] + reach
 
 
 def _cell_at(grid: Grid, x: float, y: float) -> Box | None:
@@ -158,12 +211,9 @@ def _order(word: Word) -> tuple[int, int, int]:
     return word[5], word[6], word[7]
 
 
-def _centre_in(word: Word, rect: pymupdf.Rect) -> bool:
+def _centre_in(word: Word, box: Box) -> bool:
     cx, cy = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
-    return rect.x0 <= cx <= rect.x1 and rect.y0 <= cy <= rect.y1
-
-
-_Edge = list  # [position across, start, end along]
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
 
 
 def _box(m: pymupdf.Matrix | None, r) -> Box:
@@ -182,62 +232,39 @@ def _point(m: pymupdf.Matrix | None, p) -> tuple[float, float]:
     return m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f
 
 
-def _edges(
-    paths: list[dict], words: list[Word], area: pymupdf.Rect, m: pymupdf.Matrix | None
+def _axis_parallel(
+    segments: list[tuple[float, float, float, float]], area: Box
 ) -> tuple[list[_Edge], list[_Edge]]:
-    """(horizontal, vertical) edges of the drawings and of the outlines of drawing groups with text,
-    in displayed space (``m``: the page's rotation matrix, None when upright)."""
+    """(horizontal, vertical) edges of the axis-parallel segments (within ``SNAP``), cut to ``area``."""
+    ax0, ay0, ax1, ay1 = area
     h: list[_Edge] = []
     v: list[_Edge] = []
-
-    def add(p, q, *, displayed: bool = False) -> None:
-        (ax, ay), (bx, by) = (p, q) if displayed else (_point(m, p), _point(m, q))
-        if abs(ax - bx) > SNAP and abs(ay - by) > SNAP:
-            return  # not axis-parallel
-        x0, x1, y0, y1 = min(ax, bx), max(ax, bx), min(ay, by), max(ay, by)
-        if x0 > area.x1 or x1 < area.x0 or y0 > area.y1 or y1 < area.y0:
-            return
-        x0, x1, y0, y1 = max(x0, area.x0), min(x1, area.x1), max(y0, area.y0), min(y1, area.y1)
+    for x0, y0, x1, y1 in segments:
+        if x0 > x1:
+            x0, x1 = x1, x0
+        if y0 > y1:
+            y0, y1 = y1, y0
+        if (x1 - x0 > SNAP and y1 - y0 > SNAP) or x0 > ax1 or x1 < ax0 or y0 > ay1 or y1 < ay0:
+            continue  # slanted, or outside
+        x0, x1 = max(x0, ax0), min(x1, ax1)
+        y0, y1 = max(y0, ay0), min(y1, ay1)
         if y0 == y1:
             if x0 != x1:
-                h.append([y0, x0, x1])
+                h.append((y0, x0, x1))
         else:
-            v.append([x0, y0, y1])
-
-    for path in paths:
-        items = path["items"]
-        if path.get("closePath") and items and items[0][0] == "l" and items[-1][0] == "l":
-            items = [*items, ("l", items[-1][2], items[0][1])]
-        for item in items:
-            kind = item[0]
-            if kind == "l":
-                add(item[1], item[2])
-            elif kind == "re":
-                x0, y0, x1, y1 = _box(m, item[1])
-                if x1 - x0 <= THIN and x1 - x0 < y1 - y0:
-                    add(((x0 + x1) / 2, y0), ((x0 + x1) / 2, y1), displayed=True)
-                elif y1 - y0 <= THIN and y1 - y0 < x1 - x0:
-                    add((x0, (y0 + y1) / 2), (x1, (y0 + y1) / 2), displayed=True)
-                else:
-                    _box_sides(add, (x0, y0, x1, y1))
-            elif kind == "qu":
-                ul, ur, ll, lr = item[1]
-                add(ul, ll), add(ll, lr), add(lr, ur), add(ur, ul)
-    for box in _outlines(paths, words, m):
-        _box_sides(add, box)
+            v.append((x0, y0, y1))
     return h, v
 
 
-def _box_sides(add, box: Box) -> None:
-    """The four sides of a displayed-space box."""
+def _sides(box: Box) -> list[tuple[float, float, float, float]]:
+    """The four sides of a box as segments."""
     x0, y0, x1, y1 = box
-    for p, q in (((x0, y0), (x0, y1)), ((x0, y1), (x1, y1)), ((x1, y1), (x1, y0)), ((x1, y0), (x0, y0))):
-        add(p, q, displayed=True)
+    return [(x0, y0, x0, y1), (x0, y1, x1, y1), (x1, y1, x1, y0), (x1, y0, x0, y0)]
 
 
-def _outlines(paths: list[dict], words: list[Word], m: pymupdf.Matrix | None) -> list[Box]:
+def _outlines(boxes: list[Box], words: list[Word]) -> list[Box]:
     """Bounding boxes of groups of drawings that touch (within ``SNAP``), where a group holds a word."""
-    rects = sorted({_box(m, p["rect"]) for p in paths}, key=lambda r: (r[3], r[0]))
+    rects = list(boxes)
     out = []
     while rects:
         box = list(rects.pop(0))
@@ -272,11 +299,11 @@ def _corner_in(a, b) -> bool:
     return in_x and (b[1] - SNAP <= a[1] <= b[3] + SNAP or b[1] - SNAP <= a[3] <= b[3] + SNAP)
 
 
-def _merge(edges: list[_Edge]) -> list[tuple[float, float, float]]:
+def _merge(edges: list[_Edge]) -> list[_Edge]:
     """Edges snapped to shared positions, touching collinear pieces joined, short ones dropped."""
     if not edges:
         return []
-    edges.sort()
+    edges = sorted(edges)
     groups, group = [], [edges[0]]
     for e in edges[1:]:
         if e[0] <= group[-1][0] + SNAP:

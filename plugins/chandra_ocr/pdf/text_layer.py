@@ -68,9 +68,12 @@ class _Raw:
     bold: float  # share of bold characters
 
 
-def read_page(page: pymupdf.Page) -> PageText:
-    """Extract labelled blocks and text statistics from ``page`` in one text pass (images not measured)."""
-    data = page.get_text("dict", flags=TEXT_FLAGS)
+def read_page(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> PageText:
+    """Extract labelled blocks and text statistics from ``page`` in one text pass (images not measured).
+
+    ``textpage``: the page's text, already extracted with ``TEXT_FLAGS`` (made here when None).
+    """
+    data = page.get_text("dict", flags=TEXT_FLAGS, textpage=textpage)
     raws, tally = _collect(data["blocks"], page.rotation_matrix if page.rotation else None)
     blocks = []
     if raws:

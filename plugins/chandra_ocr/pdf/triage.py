@@ -6,7 +6,7 @@ import logging
 import os
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import pymupdf
 
@@ -14,7 +14,7 @@ from chandra_ocr.config import PdfOptions
 from chandra_ocr.document import Block, Table
 from chandra_ocr.errors import BadDocumentError, ConfigError
 from chandra_ocr.pdf.native_tables import native_tables, with_table_blocks
-from chandra_ocr.pdf.text_layer import TextStats, largest_image_share, read_page
+from chandra_ocr.pdf.text_layer import TEXT_FLAGS, TextStats, largest_image_share, read_page
 
 log = logging.getLogger(__name__)
 
@@ -65,16 +65,16 @@ def triage_document(
     with open_pdf(pdf_path, password=password) as doc:
         result = DocumentTriage(n_pages=doc.page_count)
         for index in range(doc.page_count):
-            page, blocks = _triage_page(doc, index, options, force_route)
-            result.pages.append(page)
-            if blocks is not None and page.route == "text":
+            read = _triage_page(doc, index, options, force_route)
+            page_no = read.triage.page_no
+            result.pages.append(read.triage)
+            if read.blocks is not None and read.triage.route == "text":
+                blocks, tables = read.blocks, []
                 if options.native_tables:
-                    blocks, tables = _with_tables(doc, index, blocks)
-                else:
-                    tables = []
-                result.text_blocks[page.page_no] = blocks
+                    blocks, tables = _with_tables(read, blocks)
+                result.text_blocks[page_no] = blocks
                 if tables:
-                    result.tables[page.page_no] = tables
+                    result.tables[page_no] = tables
     n_ocr = sum(p.route == "ocr" for p in result.pages)
     log.debug("triaged %s: %d pages, %d to OCR", pdf_path, result.n_pages, n_ocr)
     return result
@@ -139,9 +139,18 @@ def _has_pdf_header(pdf_path: str) -> bool:
         return b"%PDF-" in f.read(1024)
 
 
+class _PageRead(NamedTuple):
+    """One page's route and, when its text layer was read, its blocks and the MuPDF objects read."""
+
+    triage: PageTriage
+    blocks: list[Block] | None = None
+    page: pymupdf.Page | None = None
+    textpage: pymupdf.TextPage | None = None
+
+
 def _triage_page(
     doc: pymupdf.Document, index: int, options: PdfOptions, force_route: str | None
-) -> tuple[PageTriage, list[Block] | None]:
+) -> _PageRead:
     """Route one page; extraction errors send it to OCR instead of failing the document."""
     page_no = index + 1
     try:
@@ -149,28 +158,31 @@ def _triage_page(
         width, height, rotation = page.rect.width, page.rect.height, page.rotation
     except Exception as e:  # a broken page object must not kill the document
         log.warning("page %d cannot be loaded: %s", page_no, e)
-        return PageTriage(page_no, 0.0, 0.0, 0, "ocr", f"page cannot be loaded: {e}", 0), None
+        return _PageRead(PageTriage(page_no, 0.0, 0.0, 0, "ocr", f"page cannot be loaded: {e}", 0))
     if force_route == "ocr":
-        return PageTriage(page_no, width, height, rotation, "ocr", "forced", 0), None
+        return _PageRead(PageTriage(page_no, width, height, rotation, "ocr", "forced", 0))
     try:
-        extracted = read_page(page)
+        textpage = page.get_textpage(flags=TEXT_FLAGS)
+        extracted = read_page(page, textpage)
         route, reason = _route(page, extracted.stats, options)
     except Exception as e:  # MuPDF errors on one page's content
         log.warning("page %d text extraction failed: %s", page_no, e)
         route = "text" if force_route == "text" else "ocr"
-        return PageTriage(page_no, width, height, rotation, route, f"text extraction failed: {e}", 0), None
+        reason = f"text extraction failed: {e}"
+        return _PageRead(PageTriage(page_no, width, height, rotation, route, reason, 0))
     if force_route == "text":
         route, reason = "text", "forced"
     n_chars = extracted.stats.n_chars
-    return PageTriage(page_no, width, height, rotation, route, reason, n_chars), extracted.blocks
+    triage = PageTriage(page_no, width, height, rotation, route, reason, n_chars)
+    return _PageRead(triage, extracted.blocks, page, textpage)
 
 
-def _with_tables(doc: pymupdf.Document, index: int, blocks: list[Block]) -> tuple[list[Block], list[Table]]:
+def _with_tables(read: _PageRead, blocks: list[Block]) -> tuple[list[Block], list[Table]]:
     """The page's ruled tables and its blocks with table blocks in place; a failure keeps the text."""
     try:
-        return with_table_blocks(blocks, native_tables(doc.load_page(index)))
+        return with_table_blocks(blocks, native_tables(read.page, read.textpage))
     except Exception as e:  # MuPDF or table-finder errors on odd drawings must not cost the page
-        log.warning("page %d table detection failed: %s", index + 1, e)
+        log.warning("page %d table detection failed: %s", read.triage.page_no, e)
         return blocks, []
 
 
