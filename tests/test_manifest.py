@@ -13,6 +13,12 @@ def test_batches_respect_the_page_budget_and_keep_order():
     assert [d.doc_id for b in batches for d in b.docs] == [d.doc_id for d in _docs(3, 4, 2, 10, 1)]
 
 
+def test_batches_come_out_even():
+    """200 pages at 120 per batch: two batches of 100, not 120 and 80."""
+    batches = plan_batches(_docs(*[4] * 50), batch_pages=120)
+    assert [sum(d.n_pages for d in b.docs) for b in batches] == [100, 100]
+
+
 def test_batch_ids_are_deterministic_and_distinct():
     a = plan_batches(_docs(1, 1, 1), batch_pages=1)
     b = plan_batches(_docs(1, 1, 1), batch_pages=1)

@@ -41,6 +41,7 @@ class _Draft:
     kind: str
     header_path: tuple[str, ...]
     pieces: list[_Piece] = field(default_factory=list)
+    tokens: int = 0  # of the pieces so far: counts add up, as no token spans the blank line between pieces
 
     @property
     def text(self) -> str:
@@ -115,10 +116,12 @@ def _drafts(doc: Document, options: ChunkOptions) -> list[_Draft]:
                 piece_texts = splitter.split_text(piece_texts[0])
             for text in piece_texts:
                 piece = _Piece(text, page.page_no, _bbox(page.page_no, block))
-                if current is None or token_count(current.text + "\n\n" + text) > options.max_tokens:
+                n = token_count(text)
+                if current is None or current.tokens + n > options.max_tokens:
                     current = _Draft("text", path)
                     drafts.append(current)
                 current.pieces.append(piece)
+                current.tokens += n
     return drafts
 
 
@@ -157,16 +160,18 @@ def _table_drafts(
     whole = "\n".join([*head, header_md, *(_markdown_rows([r]) for r in body)])
     if token_count(whole) <= options.max_tokens or not body:
         return [_Draft("table", path, [_Piece(whole, page_no, bbox)])]
-    drafts, group = [], []
+    drafts, group, group_tokens = [], [], 0
     budget = options.max_tokens - token_count("\n".join([*head, header_md]))
     for row in body:
         line = _markdown_rows([row])
-        if group and token_count("\n".join([*group, line])) > budget:
+        n = token_count(line)
+        if group and group_tokens + n > budget:
             drafts.append(
                 _Draft("table", path, [_Piece("\n".join([*head, header_md, *group]), page_no, bbox)])
             )
-            group = []
+            group, group_tokens = [], 0
         group.append(line)
+        group_tokens += n
     drafts.append(_Draft("table", path, [_Piece("\n".join([*head, header_md, *group]), page_no, bbox)]))
     return drafts
 

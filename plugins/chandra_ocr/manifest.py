@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -84,17 +85,26 @@ def run_metrics(batches: list[Batch]) -> dict[str, Any]:
 
 
 def plan_batches(docs: list[DocRef], batch_pages: int) -> list[Batch]:
-    """Pack documents in order into batches of at most ``batch_pages`` pages (a larger document alone)."""
+    """Pack documents in order into batches of at most ``batch_pages`` pages (a larger document alone).
+
+    The batches come out about even: N pages make about ceil(N / batch_pages) batches of
+    N / that many pages each (210 pages at 200 per batch: two of ~105, not 200 and 10), so a
+    run's last batch does not leave the workers idle and a batch's load can overlap the next.
+    """
+    sizes = [max(1, d.n_pages) for d in docs]
+    target = sum(sizes) / max(1, math.ceil(sum(sizes) / batch_pages))
     batches: list[Batch] = []
     current: list[DocRef] = []
     pages = 0
-    for doc in docs:
-        n = max(1, doc.n_pages)
+    for doc, n in zip(docs, sizes, strict=True):
         if current and pages + n > batch_pages:
             batches.append(Batch.of(current))
             current, pages = [], 0
         current.append(doc)
         pages += n
+        if pages >= target:
+            batches.append(Batch.of(current))
+            current, pages = [], 0
     if current:
         batches.append(Batch.of(current))
     return batches
