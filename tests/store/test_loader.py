@@ -98,6 +98,25 @@ def test_reingest_replaces_rows_keeps_first_seen_and_unchanged_chunk_times(tmp_p
         con.close()
 
 
+def test_a_table_without_rows_has_no_shard_and_an_old_one_is_removed(tmp_path):
+    """Re-ingested without its table: the old tables/table_cells shards go, and so do the rows."""
+    layout = KbLayout(tmp_path)
+    _ingest(layout, "d1", ["alpha"], T0)
+    assert layout.shard("tables", "d1").exists()
+    doc, chunks = _doc("d1", ["alpha"])
+    doc.pages[0].tables = []
+    written = write_shards(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
+    assert {p.parent.name for p in written} == {"documents", "pages", "blocks", "chunks"}
+    assert not layout.shard("tables", "d1").exists() and not layout.shard("table_cells", "d1").exists()
+    counts = load_documents(layout, ["d1"])
+    assert counts["tables"] == counts["table_cells"] == 0 and counts["blocks"] == 1
+    con = connect(layout, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM table_cells WHERE doc_id = 'd1'").fetchone()[0] == 0
+    finally:
+        con.close()
+
+
 def test_missing_shards_fail_before_touching_the_database(tmp_path):
     layout = KbLayout(tmp_path)
     with pytest.raises(StoreError, match="no shards"):

@@ -124,8 +124,11 @@ def load_documents(layout: KbLayout, doc_ids: Iterable[str], run: RunRecord | No
 def _upsert(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]) -> dict[str, int]:
     counts = {}
     for table in SHARD_TABLES:  # fixed identifiers, never built from document content
-        paths = [str(layout.shard(table, d)) for d in doc_ids]
-        con.execute(f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM read_parquet(?)", [paths])
+        paths = [str(p) for d in doc_ids if (p := layout.shard(table, d)).exists()]  # no rows: no shard
+        if paths:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM read_parquet(?)", [paths])
+        else:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM {table} LIMIT 0")
         counts[table] = con.execute(f"SELECT count(*) FROM new_{table}").fetchone()[0]
     con.execute(
         "UPDATE new_documents n SET first_seen = d.first_seen FROM documents d WHERE d.doc_id = n.doc_id"

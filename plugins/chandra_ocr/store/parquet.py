@@ -43,10 +43,18 @@ def to_arrow(table: str, rows: list[dict]) -> pa.Table:
 
 
 def write_shards(layout: KbLayout, doc_id: str, rows: dict[str, list[dict]]) -> list[Path]:
-    """Write one shard per table for ``doc_id`` (empty tables too, so the loader replaces old rows)."""
+    """Write the shards of ``doc_id``: ``documents`` always, other tables only where they have rows.
+
+    A table without rows has no shard, and an older shard of it is removed: the loader replaces
+    all of a document's rows, so a stale file would bring back rows the document no longer has.
+    """
     written = []
     for table in SHARD_TABLES:
-        arrow = to_arrow(table, rows.get(table, []))
         path = layout.shard(table, doc_id)
+        table_rows = rows.get(table, [])
+        if not table_rows and table != "documents":
+            path.unlink(missing_ok=True)
+            continue
+        arrow = to_arrow(table, table_rows)
         written.append(write_atomic(path, lambda tmp, a=arrow: pq.write_table(a, tmp)))
     return written
