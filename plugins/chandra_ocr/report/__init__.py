@@ -9,7 +9,7 @@ from pathlib import Path
 from chandra_ocr.report.charts import chart_pngs, overview_png
 from chandra_ocr.report.data import ReportData, collect
 from chandra_ocr.report.page import render_html
-from chandra_ocr.store.atomic import write_atomic, write_text_atomic
+from chandra_ocr.store.atomic import write_bytes_atomic, write_text_atomic
 from chandra_ocr.store.layout import KbLayout
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def write_report(kb_dir: str | Path, out_dir: str | Path | None = None) -> Repor
     files = ReportFiles(out / "report.html", out / "report.png")
     write_text_atomic(files.html, render_html(data, chart_pngs(data)))
     png = overview_png(data)
-    write_atomic(files.png, lambda tmp: tmp.write_bytes(png))
+    write_bytes_atomic(files.png, png)
     for path in (files.html, files.png):
         path.chmod(0o644)  # for people and web servers, not only this user
     log.info("run report of %s: %s (%s)", layout.root, files.html, files.png)

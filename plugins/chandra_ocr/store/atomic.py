@@ -18,6 +18,16 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     return _atomically(path, fill)
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    """Atomically write ``data`` (one write through the temporary file's own descriptor)."""
+
+    def fill(fd: int, _tmp: Path) -> None:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+    return _atomically(path, fill)
+
+
 def write_text_atomic(path: Path, text: str) -> Path:
     """Atomically write UTF-8 text (through the temporary file's own descriptor: one open, not two)."""
 

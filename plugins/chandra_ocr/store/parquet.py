@@ -9,7 +9,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from chandra_ocr.store.atomic import write_atomic
+from chandra_ocr.store.atomic import write_bytes_atomic
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.schema import apply_schema
 
@@ -23,7 +23,7 @@ def arrow_schema(table: str) -> pa.Schema:
 
 @cache
 def _arrow_schemas() -> dict[str, pa.Schema]:
-    con = duckdb.connect(":memory:")  # one schema pass per process, for all tables
+    con = duckdb.connect(":memory:", config={"threads": 1})  # one schema pass per process, for all tables
     try:
         apply_schema(con)
         return {
@@ -42,6 +42,13 @@ def to_arrow(table: str, rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+def _parquet_bytes(table: pa.Table) -> bytes:
+    """The Parquet file of ``table`` built in memory (Arrow writes a file in many small pieces)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
 def write_shards(layout: KbLayout, doc_id: str, rows: dict[str, list[dict]]) -> list[Path]:
     """Write the shards of ``doc_id``: ``documents`` always, other tables only where they have rows.
 
@@ -55,6 +62,5 @@ def write_shards(layout: KbLayout, doc_id: str, rows: dict[str, list[dict]]) -> 
         if not table_rows and table != "documents":
             path.unlink(missing_ok=True)
             continue
-        arrow = to_arrow(table, table_rows)
-        written.append(write_atomic(path, lambda tmp, a=arrow: pq.write_table(a, tmp)))
+        written.append(write_bytes_atomic(path, _parquet_bytes(to_arrow(table, table_rows))))
     return written
