@@ -291,6 +291,8 @@ def run(
                 compress_batch(batch, layout, options, workers)
                 extract_batch(batch, layout, options, engine, workers)
                 assemble_batch(batch, layout, options, run_id, workers)
+                if batch is batches[-1]:
+                    workers.finish()  # the pool winds down during the last load
                 loaded.update(load_batch(batch, layout))
         finally:
             if owns_engine:

@@ -142,3 +142,14 @@ def test_render_stream_times_out_per_page(tmp_path: Path) -> None:
         small = RenderSpec(dpi=72, max_pixels=250_000)
         out = list(pool.render_stream(requests[1:], small, timeout=60, window=1))
         assert out[0][1] is None and out[0][0].image.size == (500, 500)
+
+
+def test_a_finished_pool_keeps_its_results_and_takes_no_more_tasks() -> None:
+    """finish(): the pool winds down after the last task (pipeline.run calls it before the last load)."""
+    with PdfWorkers(2, LIMIT_MB, fork=True) as pool:
+        futures = [pool.submit(os.getpid, timeout=10) for _ in range(4)]
+        pids = {f.result() for f in futures}
+        pool.finish()
+        assert pids and os.getpid() not in pids
+        with pytest.raises(RuntimeError):
+            pool.submit(os.getpid, timeout=10)

@@ -52,6 +52,7 @@ class PdfWorkers:
             raise ConfigError("PdfWorkers needs workers ≥ 1 and memory_limit_mb ≥ 256")
         self.workers = workers
         self.memory_limit_mb = memory_limit_mb
+        self._finished = False
         if fork:
             context = multiprocessing.get_context("fork")
         else:
@@ -72,11 +73,17 @@ class PdfWorkers:
 
     def close(self, *, cancel: bool = False) -> None:
         """Stop the pool; with ``cancel`` pending tasks are dropped and running ones killed."""
-        if cancel:
+        if cancel or self._finished:
             self._pool.stop()
         else:
             self._pool.close()
         self._pool.join()
+
+    def finish(self) -> None:
+        """Every submitted task is done and no more will come: the pool winds down now (pebble notices
+        within 0.1 s), while the caller does other work, and ``close`` then returns at once."""
+        self._finished = True
+        self._pool.stop()
 
     def submit(self, fn: Callable[..., T], *args: Any, timeout: float) -> Future[T]:
         """Run ``fn(*args)`` in a worker; killed after ``timeout`` seconds of running."""
