@@ -1,10 +1,10 @@
 """The extract stage of one batch: triage every document, then stream all OCR pages through one engine.
 
-Text-route pages are checkpointed straight from triage. OCR-route pages of every document in
-the batch form one stream (rendering in worker processes overlaps inference; no per-file
-barrier). A page the engine cannot read validly goes to the fallback chain (``fallback.py``):
-the text layer, then the CPU engine; it is marked ``fallback`` — or ``failed`` when nothing could
-read it.
+Text-route pages are checkpointed straight from triage, in the document's record. OCR-route
+pages of every document in the batch form one stream (rendering in worker processes overlaps
+inference; no per-file barrier). A page the engine cannot read validly goes to the fallback
+chain (``fallback.py``): the text layer, then the CPU engine; it is marked ``fallback`` — or
+``failed`` when nothing could read it.
 """
 
 from __future__ import annotations
@@ -203,7 +203,8 @@ def _triage_all(
     for doc in batch.docs:
         if doc.doc_id in futures:
             record = _record_of(futures[doc.doc_id], key)
-            checkpoints.write_document_record(layout, doc.doc_id, record)
+            if record["status"] == "quarantined":  # a worker wrote the others, with their text pages
+                checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
             record = checkpoints.read_document_record(layout, doc.doc_id)
         doc.status = "quarantined" if record["status"] == "quarantined" else None
@@ -224,33 +225,37 @@ def triage_and_checkpoint(
     key: str,
     password: str | None = None,
 ) -> dict:
-    """Worker side: triage one document and checkpoint its text-route pages; returns the document record.
+    """Worker side: triage one document and checkpoint it; returns its record (without page content).
 
-    Runs in a PDF worker so that text extraction and checkpoint writing use every core and a
-    hung or crashing parser only costs that worker.
+    The checkpoint is the document record with the finished text-route pages in it (one file
+    per document: these pages come all at once, unlike OCR pages, which are checkpointed one by
+    one as the engine returns them). Runs in a PDF worker so that text extraction and the write
+    use every core and a hung or crashing parser only costs that worker.
     """
     triage = triage_document(pdf_path, options, password=password, force_route=force)
-    for pt in triage.pages:
-        if pt.route == "text" and checkpoints.read_page(layout, doc_id, pt.page_no, key) is None:
-            blocks = triage.text_blocks.get(pt.page_no, [])
-            page = Page(
-                pt.page_no,
-                pt.width_pt,
-                pt.height_pt,
-                route="text",
-                engine="text",
-                route_reason=pt.reason,
-                finish_reason="stop",
-                blocks=blocks,
-                tables=triage.tables.get(pt.page_no, []),
-            )
-            checkpoints.write_page(layout, doc_id, page, key)
-    return {
+    record = {
         "status": "ok",
         "n_pages": triage.n_pages,
         "pages": [asdict(p) for p in triage.pages],
         "engine_key": key,
     }
+    text_pages = [
+        Page(
+            pt.page_no,
+            pt.width_pt,
+            pt.height_pt,
+            route="text",
+            engine="text",
+            route_reason=pt.reason,
+            finish_reason="stop",
+            blocks=triage.text_blocks.get(pt.page_no, []),
+            tables=triage.tables.get(pt.page_no, []),
+        ).to_dict()
+        for pt in triage.pages
+        if pt.route == "text"
+    ]
+    checkpoints.write_document_record(layout, doc_id, {**record, "text_pages": text_pages})
+    return record
 
 
 def _record_of(future, key: str) -> dict:

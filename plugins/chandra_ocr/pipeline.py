@@ -222,8 +222,9 @@ def assemble_document(
         doc.status, doc.error = "quarantined", record["error"]
         return doc
     doc.n_pages = record["n_pages"]
+    text = checkpoints.text_pages(record)
     for n in range(1, doc.n_pages + 1):
-        page = checkpoints.read_page(layout, ref.doc_id, n, key)
+        page = text.get(n) or checkpoints.read_page(layout, ref.doc_id, n, key)
         if page is None:
             raise StoreError(f"page {n} of {ref.doc_id} has no checkpoint; rerun the extract stage")
         doc.pages.append(page)

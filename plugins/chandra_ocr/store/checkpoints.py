@@ -1,4 +1,7 @@
-"""Page-level checkpoints of the extract stage, so a crashed batch resumes where it stopped.
+"""Checkpoints of the extract stage, so a crashed batch resumes where it stopped.
+
+The document record holds the triage and the text-route pages (read all at once); each OCR
+page has its own file, written as the engine returns it.
 
 A checkpoint is valid only for the engine key it was written under (pipeline version, engine,
 model): a different model or pipeline version redoes the page.
@@ -58,10 +61,16 @@ def read_page(layout: KbLayout, doc_id: str, page_no: int, engine_key: str | Non
 
 
 def write_document_record(layout: KbLayout, doc_id: str, record: dict[str, Any]) -> None:
-    """Document-level outcome of extraction: page count and triage, or the quarantine reason."""
+    """Document-level outcome of extraction: page count, triage and the text-route pages (``text_pages``,
+    each as ``Page.to_dict()``), or the quarantine reason."""
     write_text_atomic(layout.document_checkpoint(doc_id), json.dumps(record, ensure_ascii=False))
 
 
 def read_document_record(layout: KbLayout, doc_id: str) -> dict[str, Any] | None:
     path = layout.document_checkpoint(doc_id)
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def text_pages(record: dict[str, Any]) -> dict[int, Page]:
+    """The text-route pages checkpointed in a document record, by page number."""
+    return {p["page_no"]: page_from_dict(p) for p in record.get("text_pages", ())}
