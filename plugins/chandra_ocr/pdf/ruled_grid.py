@@ -150,15 +150,19 @@ def cell_texts(grid: Grid, words: list[Word], page: pymupdf.Page) -> list[list[s
     by its characters' centres, as a character-based reader would.
     """
     found: dict[Box, list[tuple[tuple, str]]] = defaultdict(list)
+    crossing = []
     for w in words:
         cell = _cell_at(grid, (w[0] + w[2]) / 2, (w[1] + w[3]) / 2)
         if cell is None:
             continue
         if _crosses(w, cell):
-            for n, (piece_cell, text) in enumerate(_split(page, grid, w)):
-                found[piece_cell].append(((*_order(w), n), text))
+            crossing.append(w)
         else:
             found[cell].append((_order(w), w[4]))
+    chars = _chars(page, crossing) if crossing else []
+    for w in crossing:
+        for n, (piece_cell, text) in enumerate(_runs(grid, w, chars)):
+            found[piece_cell].append(((*_order(w), n), text))
     return [
         [None if c is None else " ".join(text for _, text in sorted(found.get(c, ()))) for c in row]
         for row in grid.rows
@@ -184,26 +188,39 @@ def _cell_at(grid: Grid, x: float, y: float) -> Box | None:
     return None
 
 
-def _split(page: pymupdf.Page, grid: Grid, word: Word) -> list[tuple[Box, str]]:
-    """(cell, text) runs of ``word``'s characters, each character in the cell holding its centre."""
+def _chars(page: pymupdf.Page, words: list[Word]) -> list[tuple[float, float, str]]:
+    """(x, y, character) of the page's characters under ``words``: centres in displayed space, one
+    MuPDF pass over the area the words cover."""
     m = page.rotation_matrix if page.rotation else None
-    rect = pymupdf.Rect(word[:4]) * page.derotation_matrix if m is not None else pymupdf.Rect(word[:4])
-    runs: list[tuple[Box, str]] = []
-    for block in page.get_text("rawdict", clip=rect, flags=TEXT_FLAGS)["blocks"]:
+    area = pymupdf.Rect(
+        min(w[0] for w in words), min(w[1] for w in words), max(w[2] for w in words), max(w[3] for w in words)
+    )
+    if m is not None:
+        area = area * page.derotation_matrix
+    out = []
+    for block in page.get_text("rawdict", clip=area, flags=TEXT_FLAGS)["blocks"]:
         for line in block.get("lines", ()):
             for span in line["spans"]:
                 for char in span["chars"]:
-                    x0, y0, x1, y1 = _box(m, char["bbox"])
-                    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-                    if not (word[0] <= cx <= word[2] and word[1] <= cy <= word[3]) or char["c"].isspace():
-                        continue
-                    cell = _cell_at(grid, cx, cy)
-                    if cell is None:
-                        continue
-                    if runs and runs[-1][0] == cell:
-                        runs[-1] = (cell, runs[-1][1] + char["c"])
-                    else:
-                        runs.append((cell, char["c"]))
+                    if not char["c"].isspace():
+                        x0, y0, x1, y1 = _box(m, char["bbox"])
+                        out.append(((x0 + x1) / 2, (y0 + y1) / 2, char["c"]))
+    return out
+
+
+def _runs(grid: Grid, word: Word, chars: list[tuple[float, float, str]]) -> list[tuple[Box, str]]:
+    """(cell, text) runs of ``word``'s characters, each character in the cell holding its centre."""
+    runs: list[tuple[Box, str]] = []
+    for cx, cy, c in chars:
+        if not (word[0] <= cx <= word[2] and word[1] <= cy <= word[3]):
+            continue
+        cell = _cell_at(grid, cx, cy)
+        if cell is None:
+            continue
+        if runs and runs[-1][0] == cell:
+            runs[-1] = (cell, runs[-1][1] + c)
+        else:
+            runs.append((cell, c))
     return runs
 
 
