@@ -138,7 +138,7 @@ def _untangle(found: list[tuple[Grid, list[list[str]]]]) -> list[tuple[Grid, lis
         if any(abs(b) > FRAME_SHARE * abs(boxes[i]) for b in inner):
             continue
         top = min((b.y0 for b in inner), default=float("inf"))
-        n_rows = sum(1 for box in g.row_boxes if box[1] < top - _TOL)
+        n_rows = sum(1 for y in g.row_tops if y < top - _TOL)
         if n_rows >= 2:
             out.append((g, texts, n_rows))
     return out
@@ -151,7 +151,7 @@ def _holds(outer: pymupdf.Rect, inner: pymupdf.Rect) -> bool:
 
 def _to_table(g: Grid, texts: list[list[str]], page: pymupdf.Page, table_no: int) -> Table:
     """One grid → HTML with spans → ``Table`` (source "native", bbox in displayed space)."""
-    row_starts = [box[1] for box in g.row_boxes]
+    row_starts = g.row_tops
     col_starts = sorted({cell[0] for cell in g.cells})
     rows_html = []
     for i, row in enumerate(g.rows[: len(texts)]):

@@ -45,11 +45,7 @@ class Grid:
     cells: list[Box]
     bbox: Box
     rows: list[list[Box | None]]  # grid rows top to bottom, one entry per grid column
-    row_boxes: list[Box]  # the extent of each grid row's cells
-
-    @property
-    def row_tops(self) -> list[float]:
-        return [box[1] for box in self.row_boxes]
+    row_tops: list[float]  # the top of each grid row
 
     @property
     def row_count(self) -> int:
@@ -418,18 +414,14 @@ def _grid(cells: list[Box]) -> Grid:
     cells = sorted(cells, key=lambda c: (c[1], c[0]))
     xs = sorted({c[0] for c in cells})
     rows: list[list[Box | None]] = []
-    row_boxes: list[Box] = []
-    top = None
+    tops: list[float] = []
     for c in cells:
-        if c[1] != top:
-            top = c[1]
+        if not tops or c[1] != tops[-1]:
+            tops.append(c[1])
             rows.append([None] * len(xs))
-            row_boxes.append(c)
         rows[-1][bisect.bisect_left(xs, c[0])] = c
-        b = row_boxes[-1]
-        row_boxes[-1] = (min(b[0], c[0]), b[1], max(b[2], c[2]), max(b[3], c[3]))
     bbox = (min(c[0] for c in cells), cells[0][1], max(c[2] for c in cells), max(c[3] for c in cells))
-    return Grid(cells, bbox, rows, row_boxes)
+    return Grid(cells, bbox, rows, tops)
 
 
 def _two_columns(grid: Grid) -> bool:
