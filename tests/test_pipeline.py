@@ -190,3 +190,18 @@ def test_a_document_whose_assembly_times_out_is_quarantined_and_the_batch_goes_o
     assert status == "quarantined" and error.startswith("assembly failed:") and "limit" in error
     assert docs["report.pdf"] == ("ingested", None)
     assert [name for name, n in pages] == ["report.pdf"]
+
+
+def test_the_text_engine_skips_compression(tmp_path, samples):
+    """The text engine renders no page: no compressed copy is made, the original is read."""
+    from chandra_ocr.pdf.compress import compress_pdf
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(samples / "mixed.pdf", src)
+    probe = compress_pdf(src / "mixed.pdf", tmp_path / "probe.pdf", min_dpi=200, timeout_s=60)
+    assert probe.kept  # the file is one that compression shrinks
+    summary = run(src, tmp_path / "kb", IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0)))
+    (doc,) = summary.batches[0].docs
+    assert doc.compress_method == "none" and doc.work_pdf == doc.source
+    assert not list((tmp_path / "kb" / "work").rglob("compressed.pdf"))

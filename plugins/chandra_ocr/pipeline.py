@@ -108,7 +108,8 @@ def compress_batch(
 ) -> Batch:
     """Pre-compress each document into its work folder (the original is never touched).
 
-    With ``workers``, each document is compressed in a worker process under a time limit.
+    With ``workers``, each document is compressed in a worker process under a time limit. The
+    text engine renders no page, so a smaller copy would gain it nothing: it skips this stage.
     Records the stage's seconds in ``batch.seconds["compress"]``.
     """
     progress = Progress(f"compress {batch.batch_id}", _pages(batch), log, total_docs=len(batch.docs))
@@ -119,7 +120,7 @@ def compress_batch(
         "timeout_s": pdf.compress_timeout_s,
         "min_image_pixels": pdf.compress_min_image_pixels,
     }
-    if not pdf.compress:
+    if not pdf.compress or options.engine == "text":
         results = iter([None] * len(args))
     elif workers is None:
         results = (compress_pdf(src, dst, **kwargs) for src, dst in args)
