@@ -200,7 +200,8 @@ def test_the_text_engine_skips_compression(tmp_path, samples):
     src.mkdir()
     shutil.copy(samples / "mixed.pdf", src)
     probe = compress_pdf(src / "mixed.pdf", tmp_path / "probe.pdf", min_dpi=200, timeout_s=60)
-    assert probe.kept  # the file is one that compression shrinks
+    if not probe.kept:  # Ghostscript shrinks it; PyMuPDF's rewrite (no gs installed) may not
+        pytest.skip(f"compression does not shrink mixed.pdf on this machine: {probe.note}")
     summary = run(src, tmp_path / "kb", IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0)))
     (doc,) = summary.batches[0].docs
     assert doc.compress_method == "none" and doc.work_pdf == doc.source
