@@ -70,7 +70,7 @@ def test_hostile_names_and_content_are_data_and_ghostscript_runs_safe(corpus: Pa
     kb = tmp_path / "kb"
 
     done = subprocess.run(
-        [sys.executable, "-m", "chandra_ocr.cli", "run", str(src), "--kb", str(kb), "--engine", "text",
+        [sys.executable, "-m", "chandra_ocr.cli", "run", str(src), "--kb", str(kb), "--engine", "cpu",
          "--settle-seconds", "0"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
     )  # fmt: skip
