@@ -206,3 +206,33 @@ def test_the_text_engine_skips_compression(tmp_path, samples):
     (doc,) = summary.batches[0].docs
     assert doc.compress_method == "none" and doc.work_pdf == doc.source
     assert not list((tmp_path / "kb" / "work").rglob("compressed.pdf"))
+
+
+def test_the_cli_loads_every_load_pages_and_at_the_end(tmp_path, samples, monkeypatch):
+    """Loads come after at least LOAD_PAGES written pages, and once more for the rest."""
+    import chandra_ocr.pipeline as pipeline
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("report.pdf", "mixed.pdf"):
+        shutil.copy(samples / name, src)
+    loads: list[int] = []
+    real = pipeline.load_documents
+
+    def counted(layout, doc_ids, *args):
+        doc_ids = list(doc_ids)
+        loads.append(len(doc_ids))
+        return real(layout, doc_ids, *args)
+
+    monkeypatch.setattr(pipeline, "load_documents", counted)
+    monkeypatch.setattr(pipeline, "LOAD_PAGES", 1)
+    options = IngestOptions(engine="text", batch_pages=1, pdf=PdfOptions(settle_seconds=0))
+    summary = run(src, tmp_path / "kb", options)
+    assert len(summary.batches) == 2 and loads == [1, 1]  # one document per batch, each loaded on its own
+    monkeypatch.setattr(pipeline, "LOAD_PAGES", 1000)
+    loads.clear()
+    for name in ("report.pdf", "mixed.pdf"):
+        (src / name).write_bytes((src / name).read_bytes() + b"\n% again\n")  # new doc_ids
+    summary = run(src, tmp_path / "kb", options)
+    assert len(summary.batches) == 2 and loads == [2]  # both batches in one load at the end
+    assert kb_rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(4,)]

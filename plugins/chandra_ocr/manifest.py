@@ -89,7 +89,7 @@ def plan_batches(docs: list[DocRef], batch_pages: int) -> list[Batch]:
 
     The batches come out about even: N pages make about ceil(N / batch_pages) batches of
     N / that many pages each (210 pages at 200 per batch: two of ~105, not 200 and 10), so a
-    run's last batch does not leave the workers idle and a batch's load can overlap the next.
+    run's last batch does not leave a worker idle.
     """
     sizes = [max(1, d.n_pages) for d in docs]
     target = sum(sizes) / max(1, math.ceil(sum(sizes) / batch_pages))
