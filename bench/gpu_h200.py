@@ -309,8 +309,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--barrier-pages", type=int, default=112, help="pages read in mode (c)")
     p.add_argument("--sweep", type=lambda s: [int(v) for v in s.split(",") if v], default=[64, 128])
     p.add_argument("--modes", type=lambda s: s.split(","), default=["a", "b", "c", "b0"])
-    p.add_argument("--paging", type=paging_override, action="append", default=[],
-                   help="KEY=INT sizer override (max_num_seqs, max_num_batched_tokens), repeatable")
+    p.add_argument(
+        "--paging",
+        type=paging_override,
+        action="append",
+        default=[],
+        help="KEY=INT sizer override (max_num_seqs, max_num_batched_tokens), repeatable",
+    )
     p.add_argument("--gpus", default="0,1")
     p.add_argument("--dp", type=int, default=1, help="vllm serve --data-parallel-size")
     p.add_argument("--port", type=int, default=8011)
