@@ -238,9 +238,7 @@ def _box(m: pymupdf.Matrix | None, r) -> Box:
     return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
 
 
-def _point(m: pymupdf.Matrix | None, p) -> tuple[float, float]:
-    if m is None:
-        return p
+def _point(m: pymupdf.Matrix, p) -> tuple[float, float]:
     x, y = p
     return m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f
 
