@@ -191,9 +191,12 @@ def _triage_all(
 ) -> list[_Pending]:
     force = "text" if engine.name == "text" else None
     futures = {}
+    done: dict[str, dict] = {}  # records checkpointed under this key by an earlier attempt
     for doc in batch.docs:
         record = checkpoints.read_document_record(layout, doc.doc_id)
-        if record is None or record.get("engine_key") != key:
+        if record is not None and record.get("engine_key") == key:
+            done[doc.doc_id] = record
+        else:
             password = passwords.get(doc.doc_id)
             args = (layout, doc.doc_id, doc.work_pdf or doc.source, options.pdf, force, key, password)
             futures[doc.doc_id] = workers.submit(
@@ -206,7 +209,7 @@ def _triage_all(
             if record["status"] == "quarantined":  # a worker wrote the others, with their text pages
                 checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
-            record = checkpoints.read_document_record(layout, doc.doc_id)
+            record = done[doc.doc_id]
         doc.status = "quarantined" if record["status"] == "quarantined" else None
         if doc.status == "quarantined":
             continue
