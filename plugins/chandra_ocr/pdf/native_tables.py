@@ -64,7 +64,7 @@ def native_tables(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) 
     tables = []
     for g, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
         try:
-            table = _to_table(g, texts[:n_rows], page, len(tables) + 1)
+            table = _to_table(g, texts[:n_rows], len(tables) + 1)
         except ParseError:
             continue  # no cell text at all
         if sum(1 for c in table.cells if c.text) >= MIN_FILL * table.n_rows * table.n_cols:
@@ -149,18 +149,16 @@ def _holds(outer: pymupdf.Rect, inner: pymupdf.Rect) -> bool:
     return (outer + (-_TOL, -_TOL, _TOL, _TOL)).contains(inner) and abs(inner) < abs(outer)
 
 
-def _to_table(g: Grid, texts: list[list[str]], page: pymupdf.Page, table_no: int) -> Table:
+def _to_table(g: Grid, texts: list[list[str]], table_no: int) -> Table:
     """One grid → HTML with spans → ``Table`` (source "native", bbox in displayed space)."""
-    row_starts = g.row_tops
-    col_starts = sorted({cell[0] for cell in g.cells})
     rows_html = []
     for i, row in enumerate(g.rows[: len(texts)]):
         cells = []
         for j, rect in enumerate(row):
             if rect is None:
                 continue
-            rowspan = _covered(row_starts, i, rect[3])
-            colspan = _covered(col_starts, j, rect[2])
+            rowspan = _covered(g.row_tops, i, rect[3])
+            colspan = _covered(g.col_lefts, j, rect[2])
             attrs = (f' rowspan="{rowspan}"' if rowspan > 1 else "") + (
                 f' colspan="{colspan}"' if colspan > 1 else ""
             )

@@ -46,6 +46,7 @@ class Grid:
     bbox: Box
     rows: list[list[Box | None]]  # grid rows top to bottom, one entry per grid column
     row_tops: list[float]  # the top of each grid row
+    col_lefts: list[float]  # the left side of each grid column
 
     @property
     def row_count(self) -> int:
@@ -53,7 +54,7 @@ class Grid:
 
     @property
     def col_count(self) -> int:
-        return len(self.rows[0]) if self.rows else 0
+        return len(self.col_lefts)
 
 
 def page_words(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> list[Word]:
@@ -419,7 +420,7 @@ def _grid(cells: list[Box]) -> Grid:
             rows.append([None] * len(xs))
         rows[-1][bisect.bisect_left(xs, c[0])] = c
     bbox = (min(c[0] for c in cells), cells[0][1], max(c[2] for c in cells), max(c[3] for c in cells))
-    return Grid(cells, bbox, rows, tops)
+    return Grid(cells, bbox, rows, tops, xs)
 
 
 def _two_columns(grid: Grid) -> bool:
