@@ -29,13 +29,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
-    """Atomically write UTF-8 text (through the temporary file's own descriptor: one open, not two)."""
-
-    def fill(fd: int, _tmp: Path) -> None:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-
-    return _atomically(path, fill)
+    """Atomically write UTF-8 text."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def _atomically(path: Path, fill: Callable[[int, Path], None]) -> Path:
