@@ -111,12 +111,12 @@ def _drafts(doc: Document, options: ChunkOptions) -> list[_Draft]:
                 )
                 current = None
                 continue
-            piece_texts = [block.text.strip()]
-            if token_count(piece_texts[0]) > options.max_tokens:
-                piece_texts = splitter.split_text(piece_texts[0])
-            for text in piece_texts:
+            text = block.text.strip()
+            pieces = [(text, token_count(text))]
+            if pieces[0][1] > options.max_tokens:
+                pieces = [(t, token_count(t)) for t in splitter.split_text(text)]
+            for text, n in pieces:
                 piece = _Piece(text, page.page_no, _bbox(page.page_no, block))
-                n = token_count(text)
                 if current is None or current.tokens + n > options.max_tokens:
                     current = _Draft("text", path)
                     drafts.append(current)

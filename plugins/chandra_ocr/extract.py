@@ -190,18 +190,23 @@ def _triage_all(
     passwords: dict[str, str],
 ) -> list[_Pending]:
     force = "text" if engine.name == "text" else None
-    futures = {}
     done: dict[str, dict] = {}  # records checkpointed under this key by an earlier attempt
+    todo: list[DocRef] = []
     for doc in batch.docs:
         record = checkpoints.read_document_record(layout, doc.doc_id)
         if record is not None and record.get("engine_key") == key:
             done[doc.doc_id] = record
         else:
-            password = passwords.get(doc.doc_id)
-            args = (layout, doc.doc_id, doc.work_pdf or doc.source, options.pdf, force, key, password)
-            futures[doc.doc_id] = workers.submit(
-                triage_and_checkpoint, *args, timeout=options.pdf.doc_timeout_s
-            )
+            todo.append(doc)
+    jobs = [
+        (layout, d.doc_id, d.work_pdf or d.source, options.pdf, force, key, passwords.get(d.doc_id))
+        for d in todo
+    ]
+    sizes = [d.n_pages for d in todo]
+    submitted = workers.submit_largest_first(
+        triage_and_checkpoint, jobs, sizes, timeout=options.pdf.doc_timeout_s
+    )
+    futures = {d.doc_id: f for d, f in zip(todo, submitted, strict=True)}
     pending = []
     for doc in batch.docs:
         if doc.doc_id in futures:

@@ -131,7 +131,8 @@ def compress_batch(
         results = (compress_pdf(src, dst, **kwargs) for src, dst in args)
     else:
         job = partial(compress_pdf, **kwargs)
-        futures = [workers.submit(job, src, dst, timeout=pdf.compress_timeout_s + 30) for src, dst in args]
+        sizes = [d.n_pages for d in batch.docs]
+        futures = workers.submit_largest_first(job, args, sizes, timeout=pdf.compress_timeout_s + 30)
         results = (_result_or_none(f) for f in futures)
     for doc, result in zip(batch.docs, results, strict=True):
         kept = result is not None and result.kept
@@ -174,7 +175,8 @@ def assemble_batch(
         statuses = (assemble_and_write(*a) for a in args)
     else:
         timeout = options.pdf.doc_timeout_s
-        futures = [workers.submit(assemble_and_write, *a, timeout=timeout) for a in args]
+        sizes = [d.n_pages for d in batch.docs]
+        futures = workers.submit_largest_first(assemble_and_write, args, sizes, timeout=timeout)
         statuses = (_status_or_quarantine(f, a) for f, a in zip(futures, args, strict=True))
     for ref, status in zip(batch.docs, statuses, strict=True):
         ref.status = status

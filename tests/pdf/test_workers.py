@@ -153,3 +153,18 @@ def test_a_finished_pool_keeps_its_results_and_takes_no_more_tasks() -> None:
         assert pids and os.getpid() not in pids
         with pytest.raises(RuntimeError):
             pool.submit(os.getpid, timeout=10)
+
+
+def test_largest_jobs_start_first_and_futures_keep_the_jobs_order() -> None:
+    """One worker runs the jobs one after another: their start times show the submission order."""
+    with PdfWorkers(1, LIMIT_MB, fork=True) as pool:
+        jobs = [(name,) for name in ("small", "large", "medium", "also small")]
+        futures = pool.submit_largest_first(_started, jobs, [1, 30, 5, 1], timeout=10)
+        results = [f.result() for f in futures]
+    assert [name for name, _ in results] == ["small", "large", "medium", "also small"]
+    by_start = [name for name, _ in sorted(results, key=lambda r: r[1])]
+    assert by_start == ["large", "medium", "small", "also small"]
+
+
+def _started(name: str) -> tuple[str, float]:
+    return name, time.monotonic()

@@ -90,6 +90,16 @@ class PdfWorkers:
         named = getattr(fn, "func", fn)  # functools.partial → the wrapped function's name
         return self._schedule(fn, args, timeout, getattr(named, "__name__", "task"))
 
+    def submit_largest_first(
+        self, fn: Callable[..., T], jobs: list[tuple], sizes: list[int], *, timeout: float
+    ) -> list[Future[T]]:
+        """``submit`` every job, the largest (by ``sizes``) first: a large document started last would
+        keep one worker busy after the others ran dry. The futures come back in the order of ``jobs``."""
+        futures: list[Future[T] | None] = [None] * len(jobs)
+        for i in sorted(range(len(jobs)), key=lambda i: -sizes[i]):
+            futures[i] = self.submit(fn, *jobs[i], timeout=timeout)
+        return futures  # type: ignore[return-value]
+
     def _schedule(self, fn: Callable[..., T], args: tuple, timeout: float, what: str) -> Future[T]:
         source = self._pool.schedule(_guarded, args=(fn, *args), timeout=timeout)
         return _translated(source, what, timeout, self.memory_limit_mb)
