@@ -1,4 +1,4 @@
-from chandra_ocr.manifest import Batch, DocRef, plan_batches
+from chandra_ocr.manifest import Batch, DocRef, plan_batches, run_metrics
 
 
 def _docs(*pages):
@@ -31,5 +31,17 @@ def test_manifest_round_trips_as_plain_json_values():
 
     batch = plan_batches(_docs(2, 2), batch_pages=10)[0]
     batch.engine, batch.model, batch.counts = "cpu", "tesseract", {"ocr_pages": 2}
+    batch.docs[0].prompt_tokens, batch.docs[0].output_tokens = 900, 40
     again = Batch.from_dict(json.loads(json.dumps(batch.to_dict())))
     assert again == batch
+
+
+def test_run_metrics_sum_tokens_counts_and_stage_seconds_over_batches():
+    first, second = plan_batches(_docs(2, 2, 3), batch_pages=4)
+    for batch, seconds in ((first, 1.5), (second, 0.5)):
+        batch.counts, batch.seconds = {"ocr_pages": len(batch.docs)}, {"extract": seconds}
+        for doc in batch.docs:
+            doc.prompt_tokens, doc.output_tokens = 1000 * doc.n_pages, 10 * doc.n_pages
+    metrics = run_metrics([first, second])
+    assert (metrics["prompt_tokens"], metrics["output_tokens"]) == (7000, 70)
+    assert metrics["ocr_pages"] == 3 and metrics["stage_seconds"] == {"extract": 2.0}

@@ -20,6 +20,8 @@ class DocRef:
     compressed_bytes: int | None = None
     compress_method: str | None = None
     status: str | None = None  # set by extract/assemble: ingested | partial | quarantined
+    prompt_tokens: int = 0  # spent on its pages, fallback attempts included (set by assemble)
+    output_tokens: int = 0
 
 
 @dataclass
@@ -64,12 +66,14 @@ def pages_read(batches: list[Batch]) -> int:
 
 
 def run_metrics(batches: list[Batch]) -> dict[str, Any]:
-    """A run's metrics from its batches: counts summed, ``stage_seconds`` summed per stage, and the
+    """A run's metrics from its batches: tokens and counts summed, ``stage_seconds`` summed per stage, and the
     engine metrics (a value the batches disagree on becomes the sorted list of their values).
     """
     metrics: dict[str, Any] = {"batches": len(batches), "engines": sorted({b.engine or "-" for b in batches})}
     stages: dict[str, float] = {}
     engine: dict[str, list[Any]] = {}
+    for key in ("prompt_tokens", "output_tokens"):
+        metrics[key] = sum(getattr(d, key) for b in batches for d in b.docs)
     for b in batches:
         for key, n in b.counts.items():
             metrics[key] = metrics.get(key, 0) + n

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.assemble import document_json, document_markdown
@@ -38,7 +39,6 @@ from chandra_ocr.store.duckdb_store import (
     known_documents,
     load_documents,
     record_run,
-    token_totals,
 )
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import write_shards
@@ -172,20 +172,28 @@ def assemble_batch(
         (ref, layout, options, batch.engine, batch.model, run_id, datetime.now(UTC)) for ref in batch.docs
     ]
     if workers is None:
-        statuses = (assemble_and_write(*a) for a in args)
+        results = (assemble_and_write(*a) for a in args)
     else:
         timeout = options.pdf.doc_timeout_s
         sizes = [d.n_pages for d in batch.docs]
         futures = workers.submit_largest_first(assemble_and_write, args, sizes, timeout=timeout)
-        statuses = (_status_or_quarantine(f, a) for f, a in zip(futures, args, strict=True))
-    for ref, status in zip(batch.docs, statuses, strict=True):
-        ref.status = status
+        results = (_result_or_quarantine(f, a) for f, a in zip(futures, args, strict=True))
+    for ref, result in zip(batch.docs, results, strict=True):
+        ref.status, ref.prompt_tokens, ref.output_tokens = result
         progress.add(pages=ref.n_pages, docs=1)
     batch.seconds["assemble"] = progress.done()
     return batch
 
 
-def _status_or_quarantine(future, args: tuple) -> str:
+class Assembled(NamedTuple):
+    """What assembling one document tells the manifest."""
+
+    status: str
+    prompt_tokens: int
+    output_tokens: int
+
+
+def _result_or_quarantine(future, args: tuple) -> Assembled:
     """A document whose assembly timed out or crashed its worker is quarantined; the batch goes on."""
     try:
         return future.result()
@@ -195,7 +203,7 @@ def _status_or_quarantine(future, args: tuple) -> str:
         doc = _new_document(ref, engine, model)
         doc.status, doc.error = "quarantined", f"assembly failed: {e}"
         write_shards(layout, doc.doc_id, document_rows(doc, [], run_id=run_id, now=now))
-        return doc.status
+        return Assembled(doc.status, 0, 0)
 
 
 def assemble_and_write(
@@ -206,15 +214,16 @@ def assemble_and_write(
     model: str | None,
     run_id: str,
     now: datetime,
-) -> str:
-    """Assemble one document, write its shards and exports; returns its status."""
+) -> Assembled:
+    """Assemble one document, write its shards and exports; returns its status and tokens spent."""
     doc = assemble_document(ref, layout, options, engine, model)
     chunks = chunk_document(doc, options.chunk) if doc.status != "quarantined" else []
     write_shards(layout, doc.doc_id, document_rows(doc, chunks, run_id=run_id, now=now))
     if doc.status != "quarantined":
         write_text_atomic(layout.export(doc.doc_id, ".md"), document_markdown(doc))
         write_text_atomic(layout.export(doc.doc_id, ".json"), document_json(doc))
-    return doc.status
+    prompt = sum(p.prompt_tokens for p in doc.pages)
+    return Assembled(doc.status, prompt, sum(p.output_tokens for p in doc.pages))
 
 
 def assemble_document(
@@ -318,13 +327,11 @@ def run(
     seconds = time.monotonic() - t0
     pages = pages_read(batches)
     if batches:
-        prompt_tokens, output_tokens = token_totals(layout, [d.doc_id for b in batches for d in b.docs])
-        metrics = run_metrics(batches) | {
+        metrics = run_metrics(batches)
+        metrics |= {
             "seconds": seconds,
             "pages_per_s": pages / seconds if seconds else 0.0,
-            "prompt_tokens": prompt_tokens,
-            "output_tokens": output_tokens,
-            "output_tokens_per_s": output_tokens / seconds if seconds else 0.0,
+            "output_tokens_per_s": metrics["output_tokens"] / seconds if seconds else 0.0,
             "engine": engine.name,
             "model": engine.model,
             **engine.metrics(),

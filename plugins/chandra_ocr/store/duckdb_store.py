@@ -155,20 +155,6 @@ def _upsert(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]
     return counts
 
 
-def token_totals(layout: KbLayout, doc_ids: Iterable[str]) -> tuple[int, int]:
-    """(prompt tokens, output tokens) spent on the pages of ``doc_ids`` (fallback attempts included)."""
-    con = connect(layout, read_only=True)
-    try:
-        row = con.execute(
-            "SELECT coalesce(sum(prompt_tokens), 0), coalesce(sum(output_tokens), 0) FROM pages "
-            "WHERE doc_id IN (SELECT unnest(?::VARCHAR[]))",
-            [sorted(set(doc_ids))],
-        ).fetchall()[0]
-        return int(row[0]), int(row[1])
-    finally:
-        con.close()
-
-
 def record_run(layout: KbLayout, run: RunRecord) -> None:
     """Store one run's summary in the ``runs`` table."""
     con = connect(layout)
