@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import time
@@ -37,6 +38,12 @@ def test_workers_come_from_the_start_method_asked_for_and_cap_memory(workers: Pd
         assert parent == os.getpid() and limit < soft < limit + 64 * 1024**3
     else:  # a forkserver child, capped at exactly the limit
         assert parent != os.getpid() and soft == limit
+
+
+def test_workers_leave_what_they_inherited_to_the_garbage_collector_once(workers: PdfWorkers) -> None:
+    frozen = workers.submit(gc.get_freeze_count, timeout=30).result()
+    assert frozen > 1000  # the modules' objects, out of every collection's walk
+    assert workers.submit(gc.get_threshold, timeout=30).result()[0] > gc.get_threshold()[0]
 
 
 def test_a_task_over_its_time_limit_is_killed_and_the_pool_goes_on(workers: PdfWorkers) -> None:
