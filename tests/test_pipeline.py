@@ -236,3 +236,40 @@ def test_the_cli_loads_every_load_pages_and_at_the_end(tmp_path, samples, monkey
     summary = run(src, tmp_path / "kb", options)
     assert len(summary.batches) == 2 and loads == [2]  # both batches in one load at the end
     assert kb_rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(4,)]
+
+
+def test_documents_read_from_the_text_layer_alone_are_written_by_the_extract_stage(tmp_path, samples):
+    """With a run id, extract writes a document whose every page takes the text route (no checkpoint,
+    and assemble passes it by); a document with a page to OCR is checkpointed and assembled later."""
+    from chandra_ocr.extract import extract_batch
+    from chandra_ocr.ocr.registry import build_engine
+    from chandra_ocr.pdf.workers import PdfWorkers
+    from chandra_ocr.pipeline import assemble_batch, discover_new, plan
+    from chandra_ocr.store.duckdb_store import load_documents
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("report.pdf", "mixed.pdf"):
+        shutil.copy(samples / name, src)
+    options = IngestOptions(engine="cpu", pdf=PdfOptions(settle_seconds=0, compress=False))
+    layout = KbLayout(tmp_path / "kb")
+    engine = build_engine("cpu", options.preset)
+    engine.start()
+    try:
+        with PdfWorkers(2, 3072, fork=True) as workers:
+            (batch,) = plan(discover_new(src, layout, options), options, workers)
+            extract_batch(batch, layout, options, engine, workers, run_id="r1")
+            born, mixed = sorted(batch.docs, key=lambda d: Path(d.source).name, reverse=True)
+            assert (born.status, mixed.status) == ("ingested", None)
+            assert layout.shard("chunks", born.doc_id).exists() and layout.export(born.doc_id, ".md").exists()
+            assert not layout.document_checkpoint(born.doc_id).exists()
+            assert layout.document_checkpoint(mixed.doc_id).exists()
+            assert not layout.shard("documents", mixed.doc_id).exists()
+            written = layout.shard("documents", born.doc_id).stat().st_mtime_ns
+            assemble_batch(batch, layout, options, run_id="r1", workers=workers)
+    finally:
+        engine.close()
+    assert layout.shard("documents", born.doc_id).stat().st_mtime_ns == written  # passed by
+    load_documents(layout, [d.doc_id for d in batch.docs])
+    rows = kb_rows(layout.root, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")
+    assert rows == [("mixed.pdf", "ingested", "r1"), ("report.pdf", "ingested", "r1")]

@@ -1,6 +1,9 @@
 """The extract stage of one batch: triage every document, then stream all OCR pages through one engine.
 
-Text-route pages are checkpointed straight from triage, in the document's record. OCR-route
+A document whose every page takes the text route is finished where it was triaged, when the
+caller passes its run id: chunked and written (shards, exports) in the same worker task, with
+no checkpoint (redoing it costs a text pass; the assemble stage passes it by). Otherwise its
+text-route pages are checkpointed straight from triage, in the document's record. OCR-route
 pages of every document in the batch form one stream (rendering in worker processes overlaps
 inference; no per-file barrier). A page the engine cannot read validly goes to the fallback
 chain (``fallback.py``): the text layer, then the CPU engine; it is marked ``fallback`` — or
@@ -13,6 +16,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 
 from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.config import IngestOptions, PdfOptions
@@ -22,13 +26,23 @@ from chandra_ocr.fallback import RENDER_FAILED, FailedPage, ocr_page, render_spe
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.ocr.base import OcrEngine, PageRequest
 from chandra_ocr.passwords import PasswordBook, load_passwords
-from chandra_ocr.pdf.triage import PageTriage, triage_document
+from chandra_ocr.pdf.triage import DocumentTriage, PageTriage, triage_document
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.layout import KbLayout
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Finish:
+    """What a worker needs to finish a text-only document itself (see the module doc)."""
+
+    options: IngestOptions
+    engine: str
+    model: str | None
+    run_id: str
 
 
 @dataclass
@@ -54,20 +68,23 @@ def extract_batch(
     engine: OcrEngine,
     workers: PdfWorkers,
     passwords: PasswordBook | None = None,
+    run_id: str | None = None,
 ) -> Batch:
     """Triage and read every page of ``batch`` (resuming from checkpoints); returns the updated manifest.
 
-    ``passwords`` opens encrypted documents (default: the book in ``options.pdf.passwords_file``,
-    if set). When the engine runs out of memory its in-flight budget is halved and the pages not
-    yet read are streamed again; raises EngineError (EngineOutOfMemoryError at a budget of one
-    page) when the engine fails for good. Pages already read stay checkpointed either way. Records
-    the stage's seconds in ``batch.seconds["extract"]`` and the engine's metrics (paging values)
-    in ``batch.engine_metrics``.
+    With ``run_id``, documents read from the text layer alone are also written here (their
+    ``status`` is set; see the module doc). ``passwords`` opens encrypted documents (default: the
+    book in ``options.pdf.passwords_file``, if set). When the engine runs out of memory its
+    in-flight budget is halved and the pages not yet read are streamed again; raises EngineError
+    (EngineOutOfMemoryError at a budget of one page) when the engine fails for good. Pages already
+    read stay checkpointed either way. Records the stage's seconds in ``batch.seconds["extract"]``
+    and the engine's metrics (paging values) in ``batch.engine_metrics``.
     """
     started = time.monotonic()
     key = engine_key(engine)
     secrets = _batch_passwords(batch, options.pdf, passwords)
-    pending = _triage_all(batch, layout, options, engine, workers, key, secrets)
+    finish = Finish(options, engine.name, engine.model, run_id) if run_id is not None else None
+    pending = _triage_all(batch, layout, options, engine, workers, key, secrets, finish)
     failed: list[FailedPage] = []
     n_ocr = _read_ocr_pages(batch.batch_id, pending, layout, options, engine, workers, key, secrets, failed)
     run_fallbacks(failed, layout, options, engine, key, workers, secrets)
@@ -188,6 +205,7 @@ def _triage_all(
     workers: PdfWorkers,
     key: str,
     passwords: dict[str, str],
+    finish: Finish | None,
 ) -> list[_Pending]:
     force = "text" if engine.name == "text" else None
     done: dict[str, dict] = {}  # records checkpointed under this key by an earlier attempt
@@ -198,10 +216,7 @@ def _triage_all(
             done[doc.doc_id] = record
         else:
             todo.append(doc)
-    jobs = [
-        (layout, d.doc_id, d.work_pdf or d.source, options.pdf, force, key, passwords.get(d.doc_id))
-        for d in todo
-    ]
+    jobs = [(layout, d, options.pdf, force, key, passwords.get(d.doc_id), finish) for d in todo]
     sizes = [d.n_pages for d in todo]
     submitted = workers.submit_largest_first(
         triage_and_checkpoint, jobs, sizes, timeout=options.pdf.doc_timeout_s
@@ -215,8 +230,9 @@ def _triage_all(
                 checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
             record = done[doc.doc_id]
-        doc.status = "quarantined" if record["status"] == "quarantined" else None
-        if doc.status == "quarantined":
+        doc.status = "quarantined" if record["status"] == "quarantined" else record.get("finished")
+        if doc.status is not None:
+            doc.n_pages = record.get("n_pages", doc.n_pages)
             continue
         doc.n_pages = record["n_pages"]
         pages = {pt["page_no"]: PageTriage(**pt) for pt in record["pages"]}
@@ -226,52 +242,69 @@ def _triage_all(
 
 def triage_and_checkpoint(
     layout: KbLayout,
-    doc_id: str,
-    pdf_path: str,
+    doc: DocRef,
     options: PdfOptions,
     force: str | None,
     key: str,
     password: str | None = None,
+    finish: Finish | None = None,
 ) -> dict:
     """Worker side: triage one document and checkpoint it; returns its record (without page content).
 
     The checkpoint is the document record with the finished text-route pages in it (one file
     per document: these pages come all at once, unlike OCR pages, which are checkpointed one by
-    one as the engine returns them). Runs in a PDF worker so that text extraction and the write
-    use every core and a hung or crashing parser only costs that worker.
+    one as the engine returns them). With ``finish``, a document whose pages all take the text
+    route is written instead, and the record says so (``finished``: its status) without being
+    stored. Runs in a PDF worker so that text extraction and the writes use every core and a
+    hung or crashing parser only costs that worker.
     """
-    triage = triage_document(pdf_path, options, password=password, force_route=force)
+    triage = triage_document(doc.work_pdf or doc.source, options, password=password, force_route=force)
     record = {
         "status": "ok",
         "n_pages": triage.n_pages,
         "pages": [asdict(p) for p in triage.pages],
         "engine_key": key,
     }
-    text_pages = [
-        Page(
-            pt.page_no,
-            pt.width_pt,
-            pt.height_pt,
-            route="text",
-            engine="text",
-            route_reason=pt.reason,
-            finish_reason="stop",
-            blocks=triage.text_blocks.get(pt.page_no, []),
-            tables=triage.tables.get(pt.page_no, []),
-        ).to_dict()
-        for pt in triage.pages
-        if pt.route == "text"
-    ]
-    checkpoints.write_document_record(layout, doc_id, {**record, "text_pages": text_pages})
+    text_pages = [_text_page(triage, pt) for pt in triage.pages if pt.route == "text"]
+    if finish is not None and len(text_pages) == triage.n_pages:
+        # imported here: Arrow and DuckDB take ~1 GB of address space, which counts against the
+        # worker's cap, and a worker that only renders or triages OCR pages never needs them
+        from chandra_ocr.write import new_document, write_document
+
+        done = new_document(doc, finish.engine, finish.model)
+        done.n_pages, done.pages = triage.n_pages, text_pages
+        written = write_document(done, layout, finish.options, finish.run_id, datetime.now(UTC))
+        return {**record, "finished": written.status}
+    stored = [p.to_dict() for p in text_pages]
+    checkpoints.write_document_record(layout, doc.doc_id, {**record, "text_pages": stored})
     return record
 
 
+def _text_page(triage: DocumentTriage, pt: PageTriage) -> Page:
+    """A text-route page as triage read it."""
+    return Page(
+        pt.page_no,
+        pt.width_pt,
+        pt.height_pt,
+        route="text",
+        engine="text",
+        route_reason=pt.reason,
+        finish_reason="stop",
+        blocks=triage.text_blocks.get(pt.page_no, []),
+        tables=triage.tables.get(pt.page_no, []),
+    )
+
+
 def _record_of(future, key: str) -> dict:
-    """The document record from a triage future; failures become a quarantine record with the reason."""
+    """The document record from a triage future; failures become a quarantine record with the reason,
+    except the knowledge base's own I/O errors (a full disk is no reason to quarantine a PDF: the
+    task fails and its retry resumes; reading the source is a BadDocumentError already)."""
     try:
         return future.result()
     except (BadDocumentError, StageTimeoutError) as e:  # unreadable, timed out, out of memory, crashed
         return {"status": "quarantined", "error": str(e), "engine_key": key}
+    except OSError:
+        raise
     except Exception as e:  # a parser error we have no better name for
         return {
             "status": "quarantined",

@@ -7,7 +7,6 @@ stage, with ``Batch`` manifests in between.
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from collections import Counter
@@ -15,11 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple
 
 from chandra_ocr import PIPELINE_VERSION
-from chandra_ocr.assemble import document_json, document_markdown
-from chandra_ocr.chunking import chunk_document
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.document import Document
 from chandra_ocr.errors import BadDocumentError, StageTimeoutError, StoreError
@@ -32,7 +28,6 @@ from chandra_ocr.pdf.discover import Discovery, discover
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
 from chandra_ocr.store import checkpoints
-from chandra_ocr.store.atomic import write_text_atomic
 from chandra_ocr.store.duckdb_store import (
     RunRecord,
     document_versions,
@@ -43,6 +38,7 @@ from chandra_ocr.store.duckdb_store import (
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
+from chandra_ocr.write import Written, new_document, write_document
 
 log = logging.getLogger(__name__)
 
@@ -162,48 +158,42 @@ def assemble_batch(
 ) -> Batch:
     """Build each document from its checkpoints, chunk it, write its Parquet shards and exports.
 
-    With ``workers``, documents are assembled in parallel in the worker processes. Records the
+    Documents the extract stage finished (``status`` ingested or partial) are passed by. With
+    ``workers``, documents are assembled in parallel in the worker processes. Records the
     stage's seconds in ``batch.seconds["assemble"]``.
     """
     if batch.engine is None:
         raise StoreError(f"batch {batch.batch_id} has not been through the extract stage")
+    todo = [ref for ref in batch.docs if ref.status in (None, "quarantined")]
     progress = Progress(f"assemble {batch.batch_id}", _pages(batch), log, total_docs=len(batch.docs))
-    args = [
-        (ref, layout, options, batch.engine, batch.model, run_id, datetime.now(UTC)) for ref in batch.docs
-    ]
+    finished = [ref for ref in batch.docs if ref.status not in (None, "quarantined")]
+    progress.add(pages=sum(d.n_pages for d in finished), docs=len(finished))
+    args = [(ref, layout, options, batch.engine, batch.model, run_id, datetime.now(UTC)) for ref in todo]
     if workers is None:
         results = (assemble_and_write(*a) for a in args)
     else:
         timeout = options.pdf.doc_timeout_s
-        sizes = [d.n_pages for d in batch.docs]
+        sizes = [d.n_pages for d in todo]
         futures = workers.submit_largest_first(assemble_and_write, args, sizes, timeout=timeout)
         results = (_result_or_quarantine(f, a) for f, a in zip(futures, args, strict=True))
-    for ref, result in zip(batch.docs, results, strict=True):
+    for ref, result in zip(todo, results, strict=True):
         ref.status, ref.prompt_tokens, ref.output_tokens = result
         progress.add(pages=ref.n_pages, docs=1)
     batch.seconds["assemble"] = progress.done()
     return batch
 
 
-class Assembled(NamedTuple):
-    """What assembling one document tells the manifest."""
-
-    status: str
-    prompt_tokens: int
-    output_tokens: int
-
-
-def _result_or_quarantine(future, args: tuple) -> Assembled:
+def _result_or_quarantine(future, args: tuple) -> Written:
     """A document whose assembly timed out or crashed its worker is quarantined; the batch goes on."""
     try:
         return future.result()
     except (StageTimeoutError, BadDocumentError) as e:
         ref, layout, _options, engine, model, run_id, now = args
         log.warning("assembly of %s failed: %s", ref.doc_id, e)
-        doc = _new_document(ref, engine, model)
+        doc = new_document(ref, engine, model)
         doc.status, doc.error = "quarantined", f"assembly failed: {e}"
         write_shards(layout, doc.doc_id, document_rows(doc, [], run_id=run_id, now=now))
-        return Assembled(doc.status, 0, 0)
+        return Written(doc.status, 0, 0)
 
 
 def assemble_and_write(
@@ -214,16 +204,11 @@ def assemble_and_write(
     model: str | None,
     run_id: str,
     now: datetime,
-) -> Assembled:
+) -> Written:
     """Assemble one document, write its shards and exports; returns its status and tokens spent."""
-    doc = assemble_document(ref, layout, options, engine, model)
-    chunks = chunk_document(doc, options.chunk) if doc.status != "quarantined" else []
-    write_shards(layout, doc.doc_id, document_rows(doc, chunks, run_id=run_id, now=now))
-    if doc.status != "quarantined":
-        write_text_atomic(layout.export(doc.doc_id, ".md"), document_markdown(doc))
-        write_text_atomic(layout.export(doc.doc_id, ".json"), document_json(doc))
-    prompt = sum(p.prompt_tokens for p in doc.pages)
-    return Assembled(doc.status, prompt, sum(p.output_tokens for p in doc.pages))
+    return write_document(
+        assemble_document(ref, layout, options, engine, model), layout, options, run_id, now
+    )
 
 
 def assemble_document(
@@ -234,7 +219,7 @@ def assemble_document(
     record = checkpoints.read_document_record(layout, ref.doc_id)
     if record is None:
         raise StoreError(f"document {ref.doc_id} was never extracted")
-    doc = _new_document(ref, engine, model)
+    doc = new_document(ref, engine, model)
     if record["status"] == "quarantined":
         doc.status, doc.error = "quarantined", record["error"]
         return doc
@@ -253,21 +238,6 @@ def assemble_document(
             f"{len(failed)} of {doc.n_pages} pages could not be read (page {first.page_no}: {first.error})"
         )
     return doc
-
-
-def _new_document(ref: DocRef, engine: str, model: str | None) -> Document:
-    """The document of ``ref`` under this pipeline version, before any page is added."""
-    return Document(
-        ref.doc_id,
-        ref.source,
-        os.path.basename(ref.source),
-        ref.bytes,
-        compressed_bytes=ref.compressed_bytes,
-        compress_method=ref.compress_method,
-        pipeline_version=PIPELINE_VERSION,
-        engine=engine,
-        model=model,
-    )
 
 
 def load_batches(batches: list[Batch], layout: KbLayout) -> dict[str, int]:
@@ -313,7 +283,7 @@ def run(
             written: list[Batch] = []  # assembled, not loaded yet
             for batch in batches:
                 compress_batch(batch, layout, options, workers)
-                extract_batch(batch, layout, options, engine, workers)
+                extract_batch(batch, layout, options, engine, workers, run_id=run_id)
                 assemble_batch(batch, layout, options, run_id, workers)
                 written.append(batch)
                 if batch is batches[-1]:

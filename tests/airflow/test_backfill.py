@@ -21,14 +21,15 @@ def _checkpoints(kb, doc_id: str) -> dict[str, int]:
 
 
 def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
-    # Discovery is name-ordered: with max_documents=3 the fourth file is never taken.
+    # Discovery is name-ordered: with max_documents=3 the fourth file is never taken. The born-digital
+    # documents are read from their text layer alone: the OCR task writes them (no checkpoint).
     named = {"1_scanned": inputs.pdfs["scanned"], "2_born": inputs.pdfs["born_a"],
              "3_blocked": inputs.pdfs["born_b"], "4_broken": inputs.pdfs["broken_a"]}  # fmt: skip
     src, kb = landing(tmp_path / "landing", named), tmp_path / "kb"
     conf = {"source": str(src), "kb": str(kb), "engine": "cpu", "batch_pages": 1, "max_documents": 3}
-    blocked = KbLayout(kb).work_dir(_doc_id(src / "3_blocked.pdf"))
-    blocked.parent.mkdir(parents=True)
-    blocked.write_text("a file where the document's work folder must go")  # a real I/O failure
+    layout = KbLayout(kb)
+    blocked = layout.shard("documents", _doc_id(src / "3_blocked.pdf"))
+    blocked.mkdir(parents=True)  # a folder where the document's shard must go: a real I/O failure
 
     failed = run_dag("chandra_ocr_backfill", **conf)
     assert failed.state == "failed", failed.tasks
@@ -37,15 +38,15 @@ def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
     assert failed.states("batch.assemble").count("success") == 2 and failed.states("load") == [
         "upstream_failed"
     ]
-    assert not KbLayout(kb).duckdb_path.exists()  # nothing half-loaded
-    done = {n: _checkpoints(kb, _doc_id(src / f"{n}.pdf")) for n in ("1_scanned", "2_born")}
-    assert all(done.values())  # both read, page by page, before the run failed
+    assert not layout.duckdb_path.exists()  # nothing half-loaded, no document quarantined for our disk
+    scanned = _checkpoints(kb, _doc_id(src / "1_scanned.pdf"))
+    assert scanned  # read, page by page, before the run failed
+    assert layout.shard("chunks", _doc_id(src / "2_born.pdf")).exists()  # written by its OCR task
 
-    blocked.unlink()
+    blocked.rmdir()
     resumed = run_dag("chandra_ocr_backfill", **conf)
     assert resumed.state == "success", resumed.tasks
-    assert {n: _checkpoints(kb, _doc_id(src / f"{n}.pdf")) for n in done} == done  # not read again
-    assert _checkpoints(kb, _doc_id(src / "3_blocked.pdf"))  # the missing one was read
+    assert _checkpoints(kb, _doc_id(src / "1_scanned.pdf")) == scanned  # not read again
     rows = query(kb, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")
     assert rows == [(f"{n}.pdf", "ingested", resumed.run_id) for n in ("1_scanned", "2_born", "3_blocked")]
 

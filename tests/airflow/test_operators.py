@@ -49,7 +49,7 @@ def test_stage_operators_run_the_pipeline_and_pass_only_manifests(tmp_path, samp
     done = []
     for i, batch in enumerate(batches):
         batch = CompressOperator(task_id=f"c{i}", config=config, batch=batch).execute({})
-        batch = ChandraOcrOperator(task_id=f"o{i}", config=config, batch=batch).execute({})
+        batch = ChandraOcrOperator(task_id=f"o{i}", config=config, batch=batch).execute({"run_id": "r1"})
         done.append(AssembleOperator(task_id=f"a{i}", config=config, batch=batch).execute({"run_id": "r1"}))
     manifests = json.dumps([config, batches, done])
     assert len(manifests) < 8_000 and "ledgers" not in manifests  # manifests only: no document text
@@ -66,6 +66,7 @@ def test_stage_operators_run_the_pipeline_and_pass_only_manifests(tmp_path, samp
     assert metrics["ocr_pages"] == query(kb, "SELECT count(*) FROM pages WHERE route = 'ocr'")[0][0]
     assert metrics["batches"] == len(batches)
     assert query(kb, "SELECT DISTINCT engine FROM pages WHERE route = 'ocr'") == [("cpu",)]
+    assert query(kb, "SELECT DISTINCT run_id FROM documents") == [("r1",)]  # whichever task wrote them
 
 
 def test_discover_maps_at_most_max_batches_and_leaves_the_rest(tmp_path, samples, pools_recorded):

@@ -34,7 +34,7 @@ def _ingest(src: Path, kb: Path) -> list[dict]:
     manifests = []
     for i, batch in enumerate(DiscoverOperator(task_id="discover", config=config).execute({})):
         batch = CompressOperator(task_id=f"c{i}", config=config, batch=batch).execute({})
-        batch = ChandraOcrOperator(task_id=f"o{i}", config=config, batch=batch).execute({})
+        batch = ChandraOcrOperator(task_id=f"o{i}", config=config, batch=batch).execute({"run_id": "r"})
         manifests.append(
             AssembleOperator(task_id=f"a{i}", config=config, batch=batch).execute({"run_id": "r"})
         )

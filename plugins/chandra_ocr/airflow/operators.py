@@ -149,6 +149,7 @@ class ChandraOcrOperator(_BatchOperator):
     """Reads every page of one batch with the OCR engine (the extract stage) → the ``Batch`` dict.
 
     Pages are checkpointed as they are read, so a retry resumes where the last try stopped.
+    Documents with no page to OCR are written here already (the assemble task passes them by).
 
     :param config: the run's ``RunConfig`` dict (templated)
     :param batch: one ``Batch`` dict (templated)
@@ -203,11 +204,12 @@ class ChandraOcrOperator(_BatchOperator):
         cfg = self.run_config
         options = cfg.ingest_options()
         batch = Batch.from_dict(self.batch)
+        layout, passwords, run_id = cfg.layout(), _pdf_passwords(), context["run_id"]
         allow_worker_processes()
         self.ocr_engine.start()
         try:
             with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
-                extract_batch(batch, cfg.layout(), options, self.ocr_engine, workers, _pdf_passwords())
+                extract_batch(batch, layout, options, self.ocr_engine, workers, passwords, run_id)
             log.info(
                 "batch %s: %s; engine metrics %s", batch.batch_id, batch.counts, self.ocr_engine.metrics()
             )
