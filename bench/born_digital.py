@@ -84,19 +84,15 @@ def pipeline(src: Path, kb: Path, workers: int, native_tables: bool) -> float:
     return time.perf_counter() - t0
 
 
-def measure(sources: list[Path], pages: int, workers: int, *, with_llm: bool) -> dict:
-    """Every method once on unique copies of ``sources`` holding at least ``pages`` pages."""
-    work = Path(tempfile.mkdtemp(prefix="born-digital-"))
-    try:
-        src = work / "in"
-        src.mkdir()
-        files, pages = make_copies(sources, pages, src)
-        full = pipeline(src, work / "kb", workers, native_tables=True)
-        text_only = pipeline(src, work / "kb-text-only", workers, native_tables=False)
-        raw = raw_pymupdf(files)
-        llm = with_pymupdf4llm(files) if with_llm else None
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def measure(sources: list[Path], pages: int, workers: int, work: Path, *, with_llm: bool) -> dict:
+    """Every method once on unique copies of ``sources`` holding at least ``pages`` pages, in ``work``."""
+    src = work / "in"
+    src.mkdir(parents=True)
+    files, pages = make_copies(sources, pages, src)
+    full = pipeline(src, work / "kb", workers, native_tables=True)
+    text_only = pipeline(src, work / "kb-text-only", workers, native_tables=False)
+    raw = raw_pymupdf(files)
+    llm = with_pymupdf4llm(files) if with_llm else None
     return {
         "documents": len(files),
         "pages": pages,
@@ -124,9 +120,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "born_digital.json")
     args = parser.parse_args()
     sources = sorted((args.corpus / "docling" / "tests" / "data" / "pdf" / "sources").glob("*.pdf"))
-    runs = [measure(sources, args.pages, args.workers, with_llm=True)]
-    if args.steady_pages:
-        runs.append(measure(sources, args.steady_pages, args.workers, with_llm=False))
+    # Everything is deleted at the end, not between runs: ext4 (without a journal, as here) makes
+    # each new file skip the inodes freed in the last minutes, one inode-table lookup apiece, so
+    # the files of a run deleted just before would slow the next run's file creation.
+    work = Path(tempfile.mkdtemp(prefix="born-digital-"))
+    try:
+        runs = [measure(sources, args.pages, args.workers, work / "small", with_llm=True)]
+        if args.steady_pages:
+            runs.append(measure(sources, args.steady_pages, args.workers, work / "steady", with_llm=False))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     result = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -70,6 +71,17 @@ def test_run_record_counts_the_pages_read_not_the_quarantined_files(sample_kb):
     ((n_pages, n_docs),) = kb_rows(kb, "SELECT n_pages, n_documents FROM runs")
     assert n_pages == summary.pages == kb_rows(kb, "SELECT count(*) FROM pages")[0][0]
     assert n_docs == kb_rows(kb, "SELECT count(*) FROM documents")[0][0]
+
+
+def test_run_record_is_written_with_the_last_load_and_times_it(sample_kb):
+    """The record is made inside the last load's transaction: its stages include that load."""
+    kb, summary = sample_kb
+    ((metrics,),) = kb_rows(kb, "SELECT metrics FROM runs")
+    metrics = json.loads(metrics)
+    stages = metrics["stage_seconds"]
+    assert set(stages) >= {"extract", "assemble", "load"} and stages["load"] > 0
+    assert sum(stages.values()) <= metrics["seconds"] <= summary.seconds
+    assert metrics["prompt_tokens"] == metrics["output_tokens"] == 0  # no VLM page here
 
 
 def test_scanned_text_is_read_and_chunked_with_provenance(sample_kb):

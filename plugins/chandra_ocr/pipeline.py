@@ -10,6 +10,7 @@ import logging
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -33,7 +34,6 @@ from chandra_ocr.store.duckdb_store import (
     document_versions,
     known_documents,
     load_documents,
-    record_run,
 )
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import write_shards
@@ -240,17 +240,27 @@ def assemble_document(
     return doc
 
 
-def load_batches(batches: list[Batch], layout: KbLayout) -> dict[str, int]:
+def load_batches(
+    batches: list[Batch], layout: KbLayout, run: Callable[[], RunRecord] | None = None
+) -> dict[str, int]:
     """Load the shards of ``batches`` into DuckDB in one transaction; each batch's
-    ``seconds["load"]`` gets its share of the time, by pages."""
+    ``seconds["load"]`` gets its share of the time, by pages. ``run`` makes the run's record,
+    stored in the same transaction once the rows are in (the batches' load seconds set by then)."""
     pages = sum(_pages(b) for b in batches)
     docs = [d.doc_id for b in batches for d in b.docs]
     progress = Progress(f"load {len(batches)} batch(es)", pages, log, total_docs=len(docs))
-    counts = load_documents(layout, docs)
+
+    def share(seconds: float) -> None:
+        for b in batches:
+            b.seconds["load"] = seconds * _pages(b) / max(pages, 1)
+
+    def record() -> RunRecord:
+        share(progress.elapsed())
+        return run()  # type: ignore[misc]
+
+    counts = load_documents(layout, docs, record if run is not None else None)
     progress.add(pages=pages, docs=len(docs))
-    seconds = progress.done()
-    for b in batches:
-        b.seconds["load"] = seconds * _pages(b) / max(pages, 1)
+    share(progress.done())
     return counts
 
 
@@ -280,33 +290,35 @@ def run(
         if batches:
             engine.start()
         try:
+
+            def run_record() -> RunRecord:  # made inside the last load, which it times too
+                seconds = time.monotonic() - t0
+                metrics = run_metrics(batches)
+                metrics |= {
+                    "seconds": seconds,
+                    "pages_per_s": pages_read(batches) / seconds,
+                    "output_tokens_per_s": metrics["output_tokens"] / seconds,
+                    "engine": engine.name,
+                    "model": engine.model,
+                    **engine.metrics(),
+                }
+                n_docs = sum(len(b.docs) for b in batches)
+                return RunRecord(run_id, started, datetime.now(UTC), n_docs, pages_read(batches), metrics)
+
             written: list[Batch] = []  # assembled, not loaded yet
             for batch in batches:
                 compress_batch(batch, layout, options, workers)
                 extract_batch(batch, layout, options, engine, workers, run_id=run_id)
                 assemble_batch(batch, layout, options, run_id, workers)
                 written.append(batch)
-                if batch is batches[-1]:
+                last = batch is batches[-1]
+                if last:
                     workers.finish()  # the pool winds down during the last load
-                if batch is batches[-1] or sum(_pages(b) for b in written) >= LOAD_PAGES:
-                    loaded.update(load_batches(written, layout))
+                if last or sum(_pages(b) for b in written) >= LOAD_PAGES:
+                    loaded.update(load_batches(written, layout, run_record if last else None))
                     written = []
         finally:
             if owns_engine:
                 engine.close()
     seconds = time.monotonic() - t0
-    pages = pages_read(batches)
-    if batches:
-        metrics = run_metrics(batches)
-        metrics |= {
-            "seconds": seconds,
-            "pages_per_s": pages / seconds if seconds else 0.0,
-            "output_tokens_per_s": metrics["output_tokens"] / seconds if seconds else 0.0,
-            "engine": engine.name,
-            "model": engine.model,
-            **engine.metrics(),
-        }
-        n_docs = sum(len(b.docs) for b in batches)
-        record = RunRecord(run_id, started, datetime.now(UTC), n_docs, pages, metrics)
-        record_run(layout, record)
-    return RunSummary(run_id, discovery, batches, dict(loaded), seconds, pages)
+    return RunSummary(run_id, discovery, batches, dict(loaded), seconds, pages_read(batches))

@@ -37,6 +37,10 @@ class Progress:
     def done(self) -> float:
         """Log the final line and return the elapsed seconds."""
         self._emit()
+        return self.elapsed()
+
+    def elapsed(self) -> float:
+        """Seconds since the start."""
         return time.monotonic() - self.start
 
     def _emit(self) -> None:

@@ -35,7 +35,7 @@ from chandra_ocr.passwords import PasswordBook, parse_passwords
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan
 from chandra_ocr.progress import Progress
-from chandra_ocr.store.duckdb_store import RunRecord, load_documents, record_run
+from chandra_ocr.store.duckdb_store import RunRecord, load_documents
 
 log = logging.getLogger(__name__)
 
@@ -277,12 +277,15 @@ class LoadOperator(ConfiguredOperator):
         started = datetime.fromisoformat(cfg.started_at) if cfg.started_at else datetime.now(UTC)
         pages = pages_read(batches)
         metrics = run_metrics(batches)
-        record = RunRecord(context["run_id"], started, datetime.now(UTC), len(docs), pages, metrics)
         progress = Progress("load", pages, log, total_docs=len(docs))
+
+        def record() -> RunRecord:  # made once the rows are in, so that it times the load
+            metrics["stage_seconds"]["load"] = round(progress.elapsed(), 3)
+            return RunRecord(context["run_id"], started, datetime.now(UTC), len(docs), pages, metrics)
+
         loaded = load_documents(cfg.layout(), [d.doc_id for d in docs], record)
         progress.add(pages=pages, docs=len(docs))
-        record.metrics["stage_seconds"]["load"] = round(progress.done(), 3)
-        record_run(cfg.layout(), record)  # again, now with the load's own seconds
+        progress.done()
         statuses: dict[str, int] = {}
         for doc in docs:
             statuses[doc.status or "unknown"] = statuses.get(doc.status or "unknown", 0) + 1

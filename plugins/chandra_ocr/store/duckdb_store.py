@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -94,12 +94,15 @@ def document_versions(layout: KbLayout) -> dict[str, tuple[str, str | None]]:
         con.close()
 
 
-def load_documents(layout: KbLayout, doc_ids: Iterable[str], run: RunRecord | None = None) -> dict[str, int]:
+def load_documents(
+    layout: KbLayout, doc_ids: Iterable[str], run: Callable[[], RunRecord] | None = None
+) -> dict[str, int]:
     """Upsert the shards of ``doc_ids`` into DuckDB in one transaction; returns rows loaded per table.
 
     A document's rows are replaced as a whole (no orphans); ``first_seen`` and, for unchanged
     chunks, ``updated_at`` survive re-ingestion, new or changed chunks get the load's time as
-    ``updated_at``; chunks that disappear get tombstones.
+    ``updated_at``; chunks that disappear get tombstones. ``run`` makes the run's record once the
+    rows are in (so that it can time the load), stored in the same transaction.
     """
     doc_ids = sorted(set(doc_ids))
     missing = [d for d in doc_ids if not layout.shard("documents", d).exists()]
@@ -114,7 +117,7 @@ def load_documents(layout: KbLayout, doc_ids: Iterable[str], run: RunRecord | No
             with transaction(con):
                 counts = _upsert(con, layout, doc_ids)
                 if run is not None:
-                    _record_run(con, run)
+                    _record_run(con, run())
         log.info("loaded %d document(s) into %s: %s", len(doc_ids), layout.duckdb_path, counts)
         return counts
     finally:
@@ -153,16 +156,6 @@ def _upsert(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM new_{table}")
         con.execute(f"DROP TABLE new_{table}")
     return counts
-
-
-def record_run(layout: KbLayout, run: RunRecord) -> None:
-    """Store one run's summary in the ``runs`` table."""
-    con = connect(layout)
-    try:
-        apply_schema(con)
-        _record_run(con, run)
-    finally:
-        con.close()
 
 
 def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
