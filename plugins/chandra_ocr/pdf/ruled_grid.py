@@ -258,8 +258,8 @@ def _axis_parallel(
             y0, y1 = y1, y0
         if (x1 - x0 > SNAP and y1 - y0 > SNAP) or x0 > ax1 or x1 < ax0 or y0 > ay1 or y1 < ay0:
             continue  # slanted, or outside
-        x0, x1 = max(x0, ax0), min(x1, ax1)
-        y0, y1 = max(y0, ay0), min(y1, ay1)
+        x0, x1 = (x0 if x0 > ax0 else ax0), (x1 if x1 < ax1 else ax1)  # not max/min: hot loop
+        y0, y1 = (y0 if y0 > ay0 else ay0), (y1 if y1 < ay1 else ay1)
         if y0 == y1:
             if x0 != x1:
                 h.append((y0, x0, x1))
