@@ -1,6 +1,7 @@
 """Born-digital throughput: the whole pipeline (discover → DuckDB) vs raw PyMuPDF vs pymupdf4llm.
 
     .venv/bin/python bench/born_digital.py [--pages 200] [--steady-pages 2000] [--corpus DIR] [--out F]
+                                           [--work DIR]
 
 Uses the docling born-digital PDFs of the corpus, copied (each copy made unique by an appended
 PDF comment, so its doc_id differs) until at least ``--pages`` pages. One run of each method on
@@ -8,6 +9,11 @@ the same files. pymupdf4llm is measured when installed (`pip install pymupdf4llm
 process: importing it switches PyMuPDF features on for the whole process. The same is repeated
 (without pymupdf4llm) on ``--steady-pages`` pages, where a run's fixed cost (worker start,
 schema, run record) is spread over ten times more pages.
+
+Files go under ``--work`` (default ``bench/.work``, not /tmp): on this machine /tmp sits on a
+journal-less ext4 where the test suite creates and deletes files by the thousand, and creating a
+file right after that costs up to a millisecond (``recently_deleted`` in ext4's inode allocator);
+the runs should measure the pipeline, not the churn of the folder they happen to share.
 """
 
 from __future__ import annotations
@@ -118,12 +124,14 @@ def main() -> None:
     parser.add_argument("--steady-pages", type=int, default=2000, help="0: skip the larger run")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "born_digital.json")
+    parser.add_argument("--work", type=Path, default=REPO / "bench" / ".work")
     args = parser.parse_args()
     sources = sorted((args.corpus / "docling" / "tests" / "data" / "pdf" / "sources").glob("*.pdf"))
     # Everything is deleted at the end, not between runs: ext4 (without a journal, as here) makes
     # each new file skip the inodes freed in the last minutes, one inode-table lookup apiece, so
     # the files of a run deleted just before would slow the next run's file creation.
-    work = Path(tempfile.mkdtemp(prefix="born-digital-"))
+    args.work.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="born-digital-", dir=args.work))
     try:
         runs = [measure(sources, args.pages, args.workers, work / "small", with_llm=True)]
         if args.steady_pages:

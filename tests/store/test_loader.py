@@ -117,6 +117,23 @@ def test_a_table_without_rows_has_no_shard_and_an_old_one_is_removed(tmp_path):
         con.close()
 
 
+def test_shards_carry_doc_id_statistics_so_readers_can_skip_other_documents(tmp_path):
+    import pyarrow.parquet as pq
+
+    layout = KbLayout(tmp_path / "kb")
+    for doc_id in ("d1", "d2"):
+        doc, chunks = _doc(doc_id, ["alpha", "beta"])
+        write_shards(layout, doc_id, document_rows(doc, chunks, run_id="r", now=T0))
+    meta = pq.ParquetFile(layout.shard("blocks", "d2")).metadata.row_group(0)
+    stats = {meta.column(i).path_in_schema: meta.column(i).statistics for i in range(meta.num_columns)}
+    assert (stats["doc_id"].min, stats["doc_id"].max) == ("d2", "d2")
+    query = f"SELECT count(*) FROM read_parquet('{layout.root}/parquet/blocks/*.parquet') WHERE doc_id = 'd2'"
+    con = duckdb.connect()
+    assert con.execute(query).fetchall() == [(2,)]
+    profile = con.execute(f"EXPLAIN ANALYZE {query}").fetchall()[0][1]
+    assert "Row Groups Scanned: 1 / 2" in profile  # d1's file skipped by its statistics
+
+
 def test_missing_shards_fail_before_touching_the_database(tmp_path):
     layout = KbLayout(tmp_path)
     with pytest.raises(StoreError, match="no shards"):

