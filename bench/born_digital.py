@@ -1,14 +1,18 @@
 """Born-digital throughput: the whole pipeline (discover → DuckDB) vs raw PyMuPDF vs pymupdf4llm.
 
-    .venv/bin/python bench/born_digital.py [--pages 200] [--steady-pages 2000] [--corpus DIR] [--out F]
-                                           [--work DIR]
+    .venv/bin/python bench/born_digital.py [--pages 200] [--steady-pages 2000] [--repeats 3]
+                                           [--corpus DIR] [--out F] [--work DIR]
 
 Uses the docling born-digital PDFs of the corpus, copied (each copy made unique by an appended
-PDF comment, so its doc_id differs) until at least ``--pages`` pages. One run of each method on
-the same files. pymupdf4llm is measured when installed (`pip install pymupdf4llm`), in a child
-process: importing it switches PyMuPDF features on for the whole process. The same is repeated
-(without pymupdf4llm) on ``--steady-pages`` pages, where a run's fixed cost (worker start,
-schema, run record) is spread over ten times more pages.
+PDF comment, so its doc_id differs) until at least ``--pages`` pages. Each method runs
+``--repeats`` times on the same files, the methods taking turns (each pipeline run into a new
+knowledge base); pages/s and ratios are of the median times, every time is in the file. Before
+that, one untimed pass of each over a few files pays the process's one-time costs (DuckDB's and
+MuPDF's first use), which a fresh ``chandra-ingest`` pays once per process like its imports.
+pymupdf4llm is measured once when installed (`pip install pymupdf4llm`), in a child process:
+importing it switches PyMuPDF features on for the whole process. The same is repeated (without
+pymupdf4llm) on ``--steady-pages`` pages, where a run's fixed cost (worker start, schema, load,
+run record) is spread over ten times more pages.
 
 Files go under ``--work`` (default ``bench/.work``, not /tmp): on this machine /tmp sits on a
 journal-less ext4 where the test suite creates and deletes files by the thousand, and creating a
@@ -24,6 +28,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -90,14 +95,30 @@ def pipeline(src: Path, kb: Path, workers: int, native_tables: bool) -> float:
     return time.perf_counter() - t0
 
 
-def measure(sources: list[Path], pages: int, workers: int, work: Path, *, with_llm: bool) -> dict:
-    """Every method once on unique copies of ``sources`` holding at least ``pages`` pages, in ``work``."""
+def warm_up(sources: list[Path], workers: int, work: Path) -> None:
+    """One untimed pass of each method over a few files."""
+    src = work / "in"
+    src.mkdir(parents=True)
+    files, _ = make_copies(sources, 20, src)
+    for native_tables in (True, False):
+        pipeline(src, work / f"kb-{native_tables}", workers, native_tables)
+    raw_pymupdf(files)
+
+
+def measure(
+    sources: list[Path], pages: int, workers: int, work: Path, *, repeats: int, with_llm: bool
+) -> dict:
+    """Every method ``repeats`` times, taking turns, on unique copies of ``sources`` holding at least
+    ``pages`` pages, in ``work``."""
     src = work / "in"
     src.mkdir(parents=True)
     files, pages = make_copies(sources, pages, src)
-    full = pipeline(src, work / "kb", workers, native_tables=True)
-    text_only = pipeline(src, work / "kb-text-only", workers, native_tables=False)
-    raw = raw_pymupdf(files)
+    seconds: dict[str, list[float]] = {"raw": [], "full": [], "text_only": []}
+    for i in range(repeats):
+        seconds["full"].append(pipeline(src, work / f"kb-{i}", workers, native_tables=True))
+        seconds["text_only"].append(pipeline(src, work / f"kb-text-only-{i}", workers, native_tables=False))
+        seconds["raw"].append(raw_pymupdf(files))
+    raw, full, text_only = (statistics.median(seconds[k]) for k in ("raw", "full", "text_only"))
     llm = with_pymupdf4llm(files) if with_llm else None
     return {
         "documents": len(files),
@@ -110,6 +131,7 @@ def measure(sources: list[Path], pages: int, workers: int, work: Path, *, with_l
         },
         "ratio_pipeline_vs_raw": raw / full,
         "ratio_pipeline_without_native_tables_vs_raw": raw / text_only,
+        "seconds": {k: [round(x, 3) for x in v] for k, v in seconds.items()},
     }
 
 
@@ -123,6 +145,7 @@ def main() -> None:
     )
     parser.add_argument("--steady-pages", type=int, default=2000, help="0: skip the larger run")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "born_digital.json")
     parser.add_argument("--work", type=Path, default=REPO / "bench" / ".work")
     args = parser.parse_args()
@@ -133,9 +156,17 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="born-digital-", dir=args.work))
     try:
-        runs = [measure(sources, args.pages, args.workers, work / "small", with_llm=True)]
+        warm_up(sources, args.workers, work / "warm-up")
+        runs = [
+            measure(sources, args.pages, args.workers, work / "small", repeats=args.repeats, with_llm=True)
+        ]
         if args.steady_pages:
-            runs.append(measure(sources, args.steady_pages, args.workers, work / "steady", with_llm=False))
+            steady = work / "steady"
+            runs.append(
+                measure(
+                    sources, args.steady_pages, args.workers, steady, repeats=args.repeats, with_llm=False
+                )
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {
@@ -146,6 +177,7 @@ def main() -> None:
             "pymupdf": pymupdf.__version__,
         },
         "workers": args.workers,
+        "repeats": args.repeats,
         "target_ratio": 0.5,
         "runs": runs,
         "load_average_at_end": os.getloadavg()[0],
