@@ -128,12 +128,11 @@ def _upsert(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]
     counts = {}
     for table in SHARD_TABLES:  # fixed identifiers, never built from document content
         paths = [str(p) for d in doc_ids if (p := layout.shard(table, d)).exists()]  # no rows: no shard
-        create = f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM "
         if paths:
-            created = con.execute(create + "read_parquet(?)", [paths])
+            con.execute(f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM read_parquet(?)", [paths])
         else:
-            created = con.execute(create + f"{table} LIMIT 0")
-        counts[table] = created.fetchall()[0][0]  # CREATE … AS answers with its row count
+            con.execute(f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM {table} LIMIT 0")
+        counts[table] = con.fetchall()[0][0]  # CREATE … AS answers with its row count
     con.execute(
         "UPDATE new_documents n SET first_seen = d.first_seen FROM documents d WHERE d.doc_id = n.doc_id"
     )
