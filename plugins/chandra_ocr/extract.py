@@ -259,12 +259,7 @@ def triage_and_checkpoint(
     hung or crashing parser only costs that worker.
     """
     triage = triage_document(doc.work_pdf or doc.source, options, password=password, force_route=force)
-    record = {
-        "status": "ok",
-        "n_pages": triage.n_pages,
-        "pages": [asdict(p) for p in triage.pages],
-        "engine_key": key,
-    }
+    record: dict = {"status": "ok", "n_pages": triage.n_pages, "engine_key": key}
     text_pages = [_text_page(triage, pt) for pt in triage.pages if pt.route == "text"]
     if finish is not None and len(text_pages) == triage.n_pages:
         # imported here: Arrow and DuckDB take ~1 GB of address space, which counts against the
@@ -274,7 +269,8 @@ def triage_and_checkpoint(
         done = new_document(doc, finish.engine, finish.model)
         done.n_pages, done.pages = triage.n_pages, text_pages
         written = write_document(done, layout, finish.options, finish.run_id, datetime.now(UTC))
-        return {**record, "finished": written.status}
+        return {**record, "finished": written.status}  # the triage is not needed again
+    record["pages"] = [asdict(p) for p in triage.pages]
     stored = [p.to_dict() for p in text_pages]
     checkpoints.write_document_record(layout, doc.doc_id, {**record, "text_pages": stored})
     return record

@@ -36,8 +36,6 @@ from chandra_ocr.store.duckdb_store import (
     load_documents,
 )
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.parquet import write_shards
-from chandra_ocr.store.rows import document_rows
 from chandra_ocr.write import Written, new_document, write_document
 
 log = logging.getLogger(__name__)
@@ -166,8 +164,7 @@ def assemble_batch(
         raise StoreError(f"batch {batch.batch_id} has not been through the extract stage")
     todo = [ref for ref in batch.docs if ref.status in (None, "quarantined")]
     progress = Progress(f"assemble {batch.batch_id}", _pages(batch), log, total_docs=len(batch.docs))
-    finished = [ref for ref in batch.docs if ref.status not in (None, "quarantined")]
-    progress.add(pages=sum(d.n_pages for d in finished), docs=len(finished))
+    progress.add(pages=_pages(batch) - sum(d.n_pages for d in todo), docs=len(batch.docs) - len(todo))
     args = [(ref, layout, options, batch.engine, batch.model, run_id, datetime.now(UTC)) for ref in todo]
     if workers is None:
         results = (assemble_and_write(*a) for a in args)
@@ -188,12 +185,11 @@ def _result_or_quarantine(future, args: tuple) -> Written:
     try:
         return future.result()
     except (StageTimeoutError, BadDocumentError) as e:
-        ref, layout, _options, engine, model, run_id, now = args
+        ref, layout, options, engine, model, run_id, now = args
         log.warning("assembly of %s failed: %s", ref.doc_id, e)
         doc = new_document(ref, engine, model)
         doc.status, doc.error = "quarantined", f"assembly failed: {e}"
-        write_shards(layout, doc.doc_id, document_rows(doc, [], run_id=run_id, now=now))
-        return Written(doc.status, 0, 0)
+        return write_document(doc, layout, options, run_id, now)
 
 
 def assemble_and_write(
@@ -292,18 +288,18 @@ def run(
         try:
 
             def run_record() -> RunRecord:  # made inside the last load, which it times too
-                seconds = time.monotonic() - t0
+                seconds, pages = time.monotonic() - t0, pages_read(batches)
                 metrics = run_metrics(batches)
                 metrics |= {
                     "seconds": seconds,
-                    "pages_per_s": pages_read(batches) / seconds,
+                    "pages_per_s": pages / seconds,
                     "output_tokens_per_s": metrics["output_tokens"] / seconds,
                     "engine": engine.name,
                     "model": engine.model,
                     **engine.metrics(),
                 }
                 n_docs = sum(len(b.docs) for b in batches)
-                return RunRecord(run_id, started, datetime.now(UTC), n_docs, pages_read(batches), metrics)
+                return RunRecord(run_id, started, datetime.now(UTC), n_docs, pages, metrics)
 
             written: list[Batch] = []  # assembled, not loaded yet
             for batch in batches:
