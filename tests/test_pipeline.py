@@ -285,3 +285,31 @@ def test_documents_read_from_the_text_layer_alone_are_written_by_the_extract_sta
     load_documents(layout, [d.doc_id for d in batch.docs])
     rows = kb_rows(layout.root, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")
     assert rows == [("mixed.pdf", "ingested", "r1"), ("report.pdf", "ingested", "r1")]
+
+
+def test_forked_workers_write_shards_without_starting_duckdb(tmp_path, samples, monkeypatch):
+    """The text and cpu engines fork their workers after deriving the Arrow schemas: no worker opens
+    an in-memory DuckDB for them (each paid ~0.15 s on its first shard, and DuckDB in a child forked
+    from a process that ran DuckDB's threads is not something to rely on)."""
+    import os
+
+    import chandra_ocr.store.parquet as parquet
+
+    calls = tmp_path / "duckdb-connects"
+    real = parquet.duckdb
+
+    class Recording:
+        def connect(self, *args, **kwargs):
+            with calls.open("a") as f:
+                f.write(f"{os.getpid()}\n")
+            return real.connect(*args, **kwargs)
+
+    monkeypatch.setattr(parquet, "duckdb", Recording())
+    parquet.arrow_schemas.cache_clear()
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("report.pdf", "mixed.pdf"):
+        shutil.copy(samples / name, src)
+    summary = run(src, tmp_path / "kb", IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0)))
+    assert summary.statuses == {"ingested": 2}
+    assert calls.read_text().split() == [str(os.getpid())]  # once, here; none in the workers

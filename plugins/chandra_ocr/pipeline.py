@@ -36,6 +36,7 @@ from chandra_ocr.store.duckdb_store import (
     load_documents,
 )
 from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.store.parquet import arrow_schemas
 from chandra_ocr.write import Written, new_document, write_document
 
 log = logging.getLogger(__name__)
@@ -281,6 +282,8 @@ def run(
     batches: list[Batch] = []
     loaded: Counter[str] = Counter()
     fork = engine.name in _NO_NATIVE_THREADS  # workers forked from here start in milliseconds
+    if fork:
+        arrow_schemas()  # inherited by the workers, which write the shards without opening DuckDB
     with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb, fork=fork) as workers:
         batches = plan(discovery, options, workers)
         if batches:

@@ -18,12 +18,17 @@ def arrow_schema(table: str) -> pa.Schema:
     """The Arrow schema of ``table`` as DuckDB derives it from sql/001_schema.sql (one source of truth)."""
     if table not in SHARD_TABLES:
         raise ValueError(f"not a shard table: {table}")
-    return _arrow_schemas()[table]
+    return arrow_schemas()[table]
 
 
 @cache
-def _arrow_schemas() -> dict[str, pa.Schema]:
-    con = duckdb.connect(":memory:", config={"threads": 1})  # one schema pass per process, for all tables
+def arrow_schemas() -> dict[str, pa.Schema]:
+    """The Arrow schemas of all shard tables, derived once per process (an in-memory DuckDB, ~20-60 ms).
+
+    A process that forks workers calls this first: the workers inherit the result and never
+    start DuckDB themselves (each would pay ~0.15 s on its first shard).
+    """
+    con = duckdb.connect(":memory:", config={"threads": 1})
     try:
         apply_schema(con)
         return {
