@@ -8,6 +8,7 @@ import time
 import pytest
 
 from chandra_ocr.errors import ParseError
+from chandra_ocr.parse.html_text import html_to_text
 from chandra_ocr.parse.tables import (
     MAX_CELLS,
     MAX_COLS,
@@ -17,6 +18,8 @@ from chandra_ocr.parse.tables import (
     split_pipe_row,
     table_from_html,
     table_from_markdown,
+    table_from_rows,
+    table_text,
 )
 
 
@@ -112,6 +115,25 @@ def test_bare_rows_without_table_tag_and_the_first_of_several_tables():
     assert grid(_html("<table><tr><td>first</td></tr></table><table><tr><td>second</td></tr></table>")) == [
         ["first"]
     ]
+
+
+def test_rows_of_cells_make_the_table_their_html_makes():
+    """``table_from_rows`` (native tables) builds what ``table_from_html`` makes of its own HTML, and
+    ``table_text`` renders the table as ``html_to_text`` renders that HTML: spans, an empty cell, an
+    all-empty row, markup characters, and the first row taken as a header by the HTML rule."""
+    rows = [
+        [("Name", 2, 1), ("Q1 & Q2", 1, 2)],
+        [("<a>", 1, 1), ("", 1, 1)],
+        [("x", 1, 1), ("1.5", 1, 1), ("2", 1, 1)],
+        [("", 1, 1), ("", 1, 1), ("", 1, 1)],
+        [("y", 1, 3)],
+    ]
+    t = table_from_rows(rows, table_no=2, bbox=(1.0, 2.0, 3.0, 4.0))
+    assert t == table_from_html(t.html, table_no=2, bbox=(1.0, 2.0, 3.0, 4.0), source="native")
+    assert t.header == ("Name", "Q1 & Q2", "Q1 & Q2") and [c.is_header for c in t.cells[:3]] == [1, 1, 0]
+    assert table_text(t) == html_to_text(t.html) == "Name | Q1 & Q2\n<a> |\nx | 1.5 | 2\n| |\ny"
+    with pytest.raises(ParseError):
+        table_from_rows([[], []], table_no=1, bbox=None)
 
 
 @pytest.mark.parametrize("html", ["", "no table", "<table></table>", "<table><tr></tr></table>", "<td"])

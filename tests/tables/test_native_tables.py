@@ -21,6 +21,8 @@ import pymupdf
 import pytest
 from cell_match import anchor_grid, cell_match, filled_grid, norm
 
+from chandra_ocr.parse.html_text import html_to_text
+from chandra_ocr.parse.tables import table_from_html, table_text
 from chandra_ocr.pdf.native_tables import native_tables, with_table_blocks
 from chandra_ocr.pdf.text_layer import text_blocks
 
@@ -85,6 +87,21 @@ def test_ruled_tables_match_the_expected_cells(corpus):
     print(f"\nnative table cell match, mean {mean:.3f} over {len(scores)} tables\n{report}")
     assert mean >= MIN_MEAN, report
     assert min(scores.values()) >= 0.7, report  # no table lost outright
+
+
+def test_native_tables_read_back_from_their_html_unchanged(corpus):
+    """A native table is built from its cells, not parsed from its HTML: parsing that HTML gives the same
+    table, and the table block's text is what ``html_to_text`` makes of it (every table of the set)."""
+    pages = [(CAMELOT + pdf, page_no) for pdf, page_no, _, _ in CAMELOT_CASES]
+    tables = [
+        t
+        for path, n in pages + [(TABULA + f"{name}.pdf", 1) for name in TABULA_CASES]
+        for t in _tables(corpus / path, n)
+    ]
+    assert len(tables) >= 15 and any(c.rowspan > 1 or c.colspan > 1 for t in tables for c in t.cells)
+    for t in tables:
+        assert table_from_html(t.html, table_no=t.table_no, bbox=t.bbox, source="native") == t
+        assert table_text(t) == html_to_text(t.html)
 
 
 def test_merged_cells_keep_their_spans(corpus):

@@ -24,6 +24,7 @@ Grid rules (shared by every source):
 from __future__ import annotations
 
 import dataclasses
+import html
 import logging
 import re
 from dataclasses import dataclass, field
@@ -98,6 +99,43 @@ def table_from_html(
         raise ParseError("no table cells found in the table HTML")
     n_header = _html_header_rows(rows)
     return _build(rows, n_header, table_no, bbox, source, caption or own_caption, fragment)
+
+
+def table_from_rows(
+    rows: list[list[tuple[str, int, int]]],
+    *,
+    table_no: int,
+    bbox: BBoxPt | None,
+    source: Literal["html", "native", "markdown"] = "native",
+) -> Table:
+    """Cells already cut into rows, ``(text, rowspan, colspan)`` each, as a ``Table``.
+
+    The same as ``table_from_html`` of the equivalent ``<tr>``/``<td>`` markup (kept as
+    ``Table.html``) for texts with whitespace already collapsed, without parsing it back: header
+    rows by the rule for tables without ``<thead>``/``<th>``. Raises ParseError when there are no cells.
+    """
+    raw = [_RawRow([_RawCell(t, min(rs, MAX_SPAN), min(cs, MAX_SPAN)) for t, rs, cs in row]) for row in rows]
+    if not any(r.cells for r in raw):
+        raise ParseError("no table cells")
+    markup = "<table>" + "".join("<tr>" + "".join(map(_td, row)) + "</tr>" for row in rows) + "</table>"
+    return _build(raw, _html_header_rows(raw), table_no, bbox, source, None, markup)
+
+
+def _td(cell: tuple[str, int, int]) -> str:
+    text, rowspan, colspan = cell
+    rs = f' rowspan="{rowspan}"' if rowspan > 1 else ""
+    cs = f' colspan="{colspan}"' if colspan > 1 else ""
+    return f"<td{rs}{cs}>{html.escape(text)}</td>"
+
+
+def table_text(table: Table) -> str:
+    """The table as plain text: a line per row, its cells joined by " | " (as ``html_to_text``
+    renders a table's HTML), made from the cells."""
+    rows: dict[int, list[str]] = {}
+    for cell in table.cells:  # row by row, left to right
+        rows.setdefault(cell.row, []).append(cell.text)
+    lines = (" ".join(" | ".join(texts).split()) for texts in rows.values())
+    return "\n".join(line for line in lines if line)
 
 
 def table_from_markdown(

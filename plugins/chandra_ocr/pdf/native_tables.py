@@ -14,8 +14,8 @@ too often prose in columns to be called a table without a layout model, so it st
 - Sparse grids are not tables: fewer than ``MIN_FILL`` cells with text per grid position is
   the boxes of a diagram (callouts with arrows), kept as text.
 - Merged cells keep their spans: a cell's ``rowspan``/``colspan`` are the grid rows and columns
-  its rectangle covers. The grid becomes HTML and goes through ``parse.tables.table_from_html``,
-  so header rules and limits are the same as for model output; ``source`` is "native".
+  its rectangle covers. ``parse.tables.table_from_rows`` builds the table (and its HTML) with the
+  header rules and limits of model output; ``source`` is "native".
 - Bboxes are in points of the displayed page (rotation applied), like every block; rows and
   columns are those of the displayed page.
 """
@@ -23,15 +23,13 @@ too often prose in columns to be called a table without a layout model, so it st
 from __future__ import annotations
 
 import dataclasses
-import html
 import re
 
 import pymupdf
 
 from chandra_ocr.document import BBoxPt, Block, Table
 from chandra_ocr.errors import ParseError
-from chandra_ocr.parse.html_text import html_to_text
-from chandra_ocr.parse.tables import table_from_html
+from chandra_ocr.parse.tables import table_from_rows, table_text
 from chandra_ocr.pdf.ruled_grid import (
     Box,
     Grid,
@@ -150,22 +148,16 @@ def _holds(outer: pymupdf.Rect, inner: pymupdf.Rect) -> bool:
 
 
 def _to_table(g: Grid, texts: list[list[str]], table_no: int) -> Table:
-    """One grid → HTML with spans → ``Table`` (source "native", bbox in displayed space)."""
-    rows_html = []
-    for i, row in enumerate(g.rows[: len(texts)]):
-        cells = []
-        for j, rect in enumerate(row):
-            if rect is None:
-                continue
-            rowspan = _covered(g.row_tops, i, rect[3])
-            colspan = _covered(g.col_lefts, j, rect[2])
-            attrs = (f' rowspan="{rowspan}"' if rowspan > 1 else "") + (
-                f' colspan="{colspan}"' if colspan > 1 else ""
-            )
-            cells.append(f"<td{attrs}>{html.escape(texts[i][j])}</td>")
-        rows_html.append("<tr>" + "".join(cells) + "</tr>")
-    markup = "<table>" + "".join(rows_html) + "</table>"
-    return table_from_html(markup, table_no=table_no, bbox=_rounded(g.bbox), source="native")
+    """One grid → ``Table`` with spans (source "native", bbox in displayed space)."""
+    rows = [
+        [
+            (texts[i][j], _covered(g.row_tops, i, rect[3]), _covered(g.col_lefts, j, rect[2]))
+            for j, rect in enumerate(row)
+            if rect is not None
+        ]
+        for i, row in enumerate(g.rows[: len(texts)])
+    ]
+    return table_from_rows(rows, table_no=table_no, bbox=_rounded(g.bbox))
 
 
 def _covered(starts: list[float], first: int, end: float) -> int:
@@ -191,8 +183,7 @@ def _inside(block: Block, box: pymupdf.Rect) -> bool:
 
 def _insert_table_block(blocks: list[Block], table: Table) -> list[Block]:
     box = pymupdf.Rect(table.bbox)
-    text = html_to_text(table.html or "")
-    block = Block(0, "table", table.bbox, text, html=table.html)
+    block = Block(0, "table", table.bbox, table_text(table), html=table.html)
     out, placed = [], False
     for b in blocks:
         if b.label != "table" and _inside(b, box):
