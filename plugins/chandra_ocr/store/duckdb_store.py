@@ -111,6 +111,10 @@ def load_documents(
     con = connect(layout)
     try:
         apply_schema(con)
+        # Shards are many small files: with insertion order kept, DuckDB's threads wait on each
+        # other to order their rows (a 59-document load read its shards in 115 ms on 2 threads,
+        # 85 ms on one, 70 ms unordered). Tables have keys; nothing reads them in physical order.
+        con.execute("SET SESSION preserve_insertion_order = false")
         if not doc_ids:
             counts = dict.fromkeys(SHARD_TABLES, 0)
         else:
