@@ -185,7 +185,7 @@ def _join_lines(lines: list[str]) -> str:
             out = line
         elif _LIST_ITEM.match(line):
             out += "\n" + line
-        elif _HYPHEN_END.search(out) and line[0].islower():
+        elif _HYPHEN_END.match(out, max(len(out) - 2, 0)) and line[0].islower():  # the last two characters
             out = out[:-1] + line
         else:
             out += " " + line
