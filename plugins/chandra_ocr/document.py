@@ -6,7 +6,7 @@ origin top-left, x to the right, y down — the space PyMuPDF reports for words 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 BBoxPt = tuple[float, float, float, float]
@@ -99,10 +99,10 @@ class Page:
     tables: list[Table] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """The page as JSON-ready dicts (``asdict`` without its deep copies: blocks are flat)."""
+        """The page as JSON-ready dicts (``asdict`` without its deep copies: blocks and cells are flat)."""
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("blocks", "tables")}
         data["blocks"] = [dict(vars(b)) for b in self.blocks]
-        data["tables"] = [asdict(t) for t in self.tables]
+        data["tables"] = [{**vars(t), "cells": [dict(vars(c)) for c in t.cells]} for t in self.tables]
         return data
 
 
