@@ -101,14 +101,8 @@ def table_from_html(
     return _build(rows, n_header, table_no, bbox, source, caption or own_caption, fragment)
 
 
-def table_from_rows(
-    rows: list[list[tuple[str, int, int]]],
-    *,
-    table_no: int,
-    bbox: BBoxPt | None,
-    source: Literal["html", "native", "markdown"] = "native",
-) -> Table:
-    """Cells already cut into rows, ``(text, rowspan, colspan)`` each, as a ``Table``.
+def table_from_rows(rows: list[list[tuple[str, int, int]]], *, table_no: int, bbox: BBoxPt | None) -> Table:
+    """Cells already cut into rows, ``(text, rowspan, colspan)`` each, as a native ``Table``.
 
     The same as ``table_from_html`` of the equivalent ``<tr>``/``<td>`` markup (kept as
     ``Table.html``) for texts with whitespace already collapsed, without parsing it back: header
@@ -118,7 +112,7 @@ def table_from_rows(
     if not any(r.cells for r in raw):
         raise ParseError("no table cells")
     markup = "<table>" + "".join("<tr>" + "".join(map(_td, row)) + "</tr>" for row in rows) + "</table>"
-    return _build(raw, _html_header_rows(raw), table_no, bbox, source, None, markup)
+    return _build(raw, _html_header_rows(raw), table_no, bbox, "native", None, markup)
 
 
 def _td(cell: tuple[str, int, int]) -> str:
