@@ -231,10 +231,9 @@ def _triage_all(
         else:
             record = done[doc.doc_id]
         doc.status = "quarantined" if record["status"] == "quarantined" else record.get("finished")
+        doc.n_pages = record.get("n_pages", doc.n_pages)  # a quarantine record has no page count
         if doc.status is not None:
-            doc.n_pages = record.get("n_pages", doc.n_pages)
             continue
-        doc.n_pages = record["n_pages"]
         pages = {pt["page_no"]: PageTriage(**pt) for pt in record["pages"]}
         pending.append(_Pending(doc, doc.work_pdf or doc.source, pages))
     return pending
