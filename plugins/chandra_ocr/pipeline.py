@@ -282,7 +282,7 @@ def run(
     batches: list[Batch] = []
     loaded: Counter[str] = Counter()
     fork = engine.name in _NO_NATIVE_THREADS  # workers forked from here start in milliseconds
-    if fork:
+    if fork and discovery.new:
         arrow_schemas()  # inherited by the workers, which write the shards without opening DuckDB
     with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb, fork=fork) as workers:
         batches = plan(discovery, options, workers)
