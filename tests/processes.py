@@ -25,3 +25,15 @@ def stop_process_group(proc: subprocess.Popen | None, grace_s: float = 30.0) -> 
         signal_group(proc, signal.SIGKILL)
         proc.wait(timeout=30)
     signal_group(proc, signal.SIGKILL)  # pool children, log servers
+
+
+def pipe_inodes() -> set[int]:
+    """The inodes of the pipes this process holds descriptors of (this module is light enough to be
+    imported in a memory-capped PDF worker)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("pipe:["):
+                inodes.add(int(target[6:-1]))
+    return inodes

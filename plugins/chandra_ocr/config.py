@@ -75,6 +75,9 @@ class IngestOptions:
     pdf: PdfOptions = field(default_factory=PdfOptions)
     chunk: ChunkOptions = field(default_factory=ChunkOptions)
     engine_options: Mapping[str, Any] = field(default_factory=dict)  # passed to the engine's own options
+    # Nothing (no page, no document) finished for this long → the batch fails naming the stage and
+    # what it waits on; a warning is logged after a sixth of it (watchdog.py).
+    stall_timeout_s: float = 1800.0
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINE_KINDS:
@@ -83,6 +86,13 @@ class IngestOptions:
             raise ConfigError("failed_page_budget must be within [0, 1]")
         if self.batch_pages < 1:
             raise ConfigError("batch_pages must be ≥ 1")
+        pdf = self.pdf
+        longest = max(pdf.doc_timeout_s, pdf.page_timeout_s, pdf.compress_timeout_s + 30)
+        if self.stall_timeout_s <= longest:
+            raise ConfigError(
+                f"stall_timeout_s ({self.stall_timeout_s:g}) must exceed the longest per-document limit "
+                f"({longest:g} s); raise it or lower the pdf limits"
+            )
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> IngestOptions:

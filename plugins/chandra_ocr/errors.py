@@ -17,6 +17,10 @@ class StageTimeoutError(ChandraOcrError):
     """A document or page exceeded its time limit."""
 
 
+class StallError(ChandraOcrError):
+    """Nothing finished for longer than the run's stall limit: the batch fails (not the document)."""
+
+
 class EngineError(ChandraOcrError):
     """An OCR engine could not serve requests (not a per-page failure)."""
 

@@ -222,10 +222,13 @@ def _triage_all(
         triage_and_checkpoint, jobs, sizes, timeout=options.pdf.doc_timeout_s
     )
     futures = {d.doc_id: f for d, f in zip(todo, submitted, strict=True)}
+    progress = Progress(f"triage {batch.batch_id}", sum(d.n_pages for d in todo), log, total_docs=len(todo))
+    finished = workers.in_order(submitted, "triage")
     pending = []
     for doc in batch.docs:
         if doc.doc_id in futures:
-            record = _record_of(futures[doc.doc_id], key)
+            record = _record_of(next(finished), key)
+            progress.add(pages=doc.n_pages, docs=1)
             if record["status"] == "quarantined":  # a worker wrote the others, with their text pages
                 checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
@@ -236,6 +239,7 @@ def _triage_all(
             continue
         pages = {pt["page_no"]: PageTriage(**pt) for pt in record["pages"]}
         pending.append(_Pending(doc, doc.work_pdf or doc.source, pages))
+    progress.done()
     return pending
 
 

@@ -37,6 +37,7 @@ from chandra_ocr.store.duckdb_store import (
 )
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import arrow_schemas
+from chandra_ocr.watchdog import WATCHDOG
 from chandra_ocr.write import Written, new_document, write_document
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,6 @@ class RunSummary:
         return out
 
 
-_NO_NATIVE_THREADS = ("text", "cpu")  # engines that start no native threads in this process
 # The CLI loads into DuckDB once this many pages are written (and at the end): a load has a fixed
 # cost (~0.1 s: open, schema, commit, checkpoint) and holds the file's lock. A crash before a load
 # costs little: a rerun finds the extract checkpoints (OCR, the costly part) and redoes only the
@@ -93,7 +93,7 @@ def plan(discovery: Discovery, options: IngestOptions, workers: PdfWorkers) -> l
     docs = [DocRef(f.doc_id, f.path, f.bytes) for f in discovery.new]
     futures = [workers.submit(_count_pages, d.source, timeout=30.0) for d in docs]
     progress = Progress("plan: counting pages", 0, log, total_docs=len(docs))
-    for doc, fut in zip(docs, futures, strict=True):
+    for doc, fut in zip(docs, workers.in_order(futures, "page count"), strict=True):
         try:
             doc.n_pages = int(fut.result())
         except Exception:  # unreadable here → the extract stage quarantines it with the real reason
@@ -128,7 +128,7 @@ def compress_batch(
         job = partial(compress_pdf, **kwargs)
         sizes = [d.n_pages for d in batch.docs]
         futures = workers.submit_largest_first(job, args, sizes, timeout=pdf.compress_timeout_s + 30)
-        results = (_result_or_none(f) for f in futures)
+        results = (_result_or_none(f) for f in workers.in_order(futures, "compress"))
     for doc, result in zip(batch.docs, results, strict=True):
         kept = result is not None and result.kept
         doc.work_pdf = result.output if kept else doc.source
@@ -173,7 +173,8 @@ def assemble_batch(
         timeout = options.pdf.doc_timeout_s
         sizes = [d.n_pages for d in todo]
         futures = workers.submit_largest_first(assemble_and_write, args, sizes, timeout=timeout)
-        results = (_result_or_quarantine(f, a) for f, a in zip(futures, args, strict=True))
+        done = workers.in_order(futures, "assemble")
+        results = (_result_or_quarantine(f, a) for f, a in zip(done, args, strict=True))
     for ref, result in zip(todo, results, strict=True):
         ref.status, ref.prompt_tokens, ref.output_tokens = result
         progress.add(pages=ref.n_pages, docs=1)
@@ -261,6 +262,23 @@ def load_batches(
     return counts
 
 
+def worker_pool(options: IngestOptions, engine: OcrEngine | None = None) -> PdfWorkers:
+    """The PDF worker pool of a run or task. Forked from this process (milliseconds to start) only
+    for an engine whose ``threads`` is False; from the forkserver otherwise (pdf/workers.py says why)."""
+    fork = engine is not None and not engine.threads
+    return PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb, fork=fork)
+
+
+def load_groups(batches: list[Batch]) -> list[list[Batch]]:
+    """Consecutive batches loaded together: each group ends once it holds ``LOAD_PAGES`` pages."""
+    groups: list[list[Batch]] = [[]]
+    for batch in batches:
+        if sum(_pages(b) for b in groups[-1]) >= LOAD_PAGES:
+            groups.append([])
+        groups[-1].append(batch)
+    return groups if batches else []
+
+
 def run(
     source: str | Path, kb_dir: str | Path, options: IngestOptions, engine: OcrEngine | None = None, **filters
 ) -> RunSummary:
@@ -281,41 +299,43 @@ def run(
     engine = engine or build_engine(options.engine, options.preset, options.engine_options)
     batches: list[Batch] = []
     loaded: Counter[str] = Counter()
-    fork = engine.name in _NO_NATIVE_THREADS  # workers forked from here start in milliseconds
-    if fork and discovery.new:
-        arrow_schemas()  # inherited by the workers, which write the shards without opening DuckDB
-    with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb, fork=fork) as workers:
-        batches = plan(discovery, options, workers)
+    if not engine.threads and discovery.new:
+        arrow_schemas()  # inherited by forked workers, which write the shards without opening DuckDB
+
+    def pool() -> PdfWorkers:
+        return worker_pool(options, engine)
+
+    def run_record() -> RunRecord:  # made inside the last load, which it times too
+        seconds, pages = time.monotonic() - t0, pages_read(batches)
+        metrics = run_metrics(batches)
+        metrics |= {
+            "seconds": seconds,
+            "pages_per_s": pages / seconds,
+            "output_tokens_per_s": metrics["output_tokens"] / seconds,
+            "engine": engine.name,
+            "model": engine.model,
+            **engine.metrics(),
+        }
+        n_docs = sum(len(b.docs) for b in batches)
+        return RunRecord(run_id, started, datetime.now(UTC), n_docs, pages, metrics)
+
+    with WATCHDOG.armed(options.stall_timeout_s / 6, options.stall_timeout_s):
+        with pool() as workers:
+            batches = plan(discovery, options, workers)
         if batches:
             engine.start()
         try:
-
-            def run_record() -> RunRecord:  # made inside the last load, which it times too
-                seconds, pages = time.monotonic() - t0, pages_read(batches)
-                metrics = run_metrics(batches)
-                metrics |= {
-                    "seconds": seconds,
-                    "pages_per_s": pages / seconds,
-                    "output_tokens_per_s": metrics["output_tokens"] / seconds,
-                    "engine": engine.name,
-                    "model": engine.model,
-                    **engine.metrics(),
-                }
-                n_docs = sum(len(b.docs) for b in batches)
-                return RunRecord(run_id, started, datetime.now(UTC), n_docs, pages, metrics)
-
-            written: list[Batch] = []  # assembled, not loaded yet
-            for batch in batches:
-                compress_batch(batch, layout, options, workers)
-                extract_batch(batch, layout, options, engine, workers, run_id=run_id)
-                assemble_batch(batch, layout, options, run_id, workers)
-                written.append(batch)
-                last = batch is batches[-1]
-                if last:
-                    workers.finish()  # the pool winds down during the last load
-                if last or sum(_pages(b) for b in written) >= LOAD_PAGES:
-                    loaded.update(load_batches(written, layout, run_record if last else None))
-                    written = []
+            groups = load_groups(batches)
+            for group in groups:
+                # One pool per load: DuckDB's threads never run while a worker may be forked from here.
+                with pool() as workers:
+                    for batch in group:
+                        compress_batch(batch, layout, options, workers)
+                        extract_batch(batch, layout, options, engine, workers, run_id=run_id)
+                        assemble_batch(batch, layout, options, run_id, workers)
+                    workers.finish()  # stopped: no new worker is forked; it winds down during the load
+                    last = group is groups[-1]
+                    loaded.update(load_batches(group, layout, run_record if last else None))
         finally:
             if owns_engine:
                 engine.close()

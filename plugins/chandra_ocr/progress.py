@@ -1,9 +1,14 @@
-"""Progress lines at a steady cadence (not per page): documents, pages, pages/s, ETA."""
+"""Progress lines at a steady cadence (not per page): documents, pages, pages/s, ETA.
+
+Every step's start and every piece of finished work also beat the stall watchdog (``watchdog.py``).
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+
+from chandra_ocr.watchdog import WATCHDOG
 
 
 class Progress:
@@ -26,11 +31,13 @@ class Progress:
         self.start = self.last = time.monotonic()
         self.pages = 0
         self.docs = 0
+        WATCHDOG.beat(what)
 
     def add(self, pages: int = 0, docs: int = 0) -> None:
         """Record finished work; logs when the cadence is due."""
         self.pages += pages
         self.docs += docs
+        WATCHDOG.beat()
         if time.monotonic() - self.last >= self.every:
             self._emit()
 

@@ -59,6 +59,9 @@ class OcrEngine(Protocol):
 
     name: str
     model: str | None
+    # True when ``run`` drives threads in this process that create file descriptors (subprocess
+    # pipes, sockets): PDF workers must then come from a forkserver, never a fork of this process.
+    threads: bool
 
     def start(self) -> None:
         """Load models / open connections. Idempotent."""

@@ -24,11 +24,14 @@ from chandra_ocr.errors import ConfigError, EngineError, StageTimeoutError
 from chandra_ocr.ocr.base import PageRequest, PageResult
 from chandra_ocr.ocr.tesseract_tsv import Word, mean_confidence, parse_tsv, words_to_blocks
 from chandra_ocr.pdf.render_spec import RenderSpec
+from chandra_ocr.watchdog import WATCHDOG
 
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "apt-get install tesseract-ocr tesseract-ocr-eng"
 _VALID_PSM = (1, 3, 4, 5, 6, 7, 11, 12, 13)  # 0 (OSD only) and 2 (no OCR) produce no text
+_REAP_S = 5.0  # after a kill: how long to wait for a tesseract process's pipes and its exit
+_WAKE_S = 5.0  # the stream's waits wake this often (stall watchdog, page deadlines)
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class CpuEngine:
     """Tesseract on the CPU, implementing `OcrEngine`; pages render at ``render_spec``."""
 
     name = "cpu"
+    threads = True  # threads that spawn tesseract processes (their pipes)
 
     def __init__(self, options: CpuOptions | None = None) -> None:
         self.options = options or CpuOptions()
@@ -105,29 +109,48 @@ class CpuEngine:
         """
         self.start()
         source = iter(requests)
-        pending: set[Future[PageResult]] = set()
-        with ThreadPoolExecutor(self.options.workers, thread_name_prefix="tesseract") as pool:
-            try:
-                while True:
-                    while len(pending) < self.options.workers:
-                        request = next(source, None)
-                        if request is None:
-                            break
-                        image, error = self._image_of(request)
-                        if image is None:
-                            yield self._failed(request, error, 0.0)
-                            continue
-                        pending.add(pool.submit(self._read_page, request, image))
-                    if not pending:
-                        return
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        yield future.result()
-            finally:  # the consumer stopped early (or failed): drop queued pages, kill running ones
-                for future in pending:
-                    future.cancel()
-                if pending:
-                    self._kill_all()
+        pending: dict[Future[PageResult], tuple[PageRequest, float]] = {}
+        pool = ThreadPoolExecutor(self.options.workers, thread_name_prefix="tesseract")
+        try:
+            while True:
+                while len(pending) < self.options.workers:
+                    request = next(source, None)
+                    if request is None:
+                        break
+                    image, error = self._image_of(request)
+                    if image is None:
+                        yield self._failed(request, error, 0.0)
+                        continue
+                    pending[pool.submit(self._read_page, request, image)] = (request, time.monotonic())
+                if not pending:
+                    return
+                yield from self._next_results(pending)
+        finally:  # the consumer stopped early (or failed): drop queued pages, kill running ones
+            for future in pending:
+                future.cancel()
+            if pending:
+                self._kill_all()
+                wait(pending, timeout=2 * _REAP_S)  # the killed processes are reaped by their threads
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _next_results(
+        self, pending: dict[Future[PageResult], tuple[PageRequest, float]]
+    ) -> Iterator[PageResult]:
+        """The results of the pages that finish next. A page whose thread has not answered within its
+        deadline (``timeout_s`` plus the time to reap killed processes) fails; its process is killed."""
+        done, _ = wait(pending, timeout=_WAKE_S, return_when=FIRST_COMPLETED)
+        for future in done:
+            pending.pop(future)
+            yield future.result()
+        if done:
+            return
+        WATCHDOG.check(lambda: f"tesseract on {len(pending)} page(s)")
+        limit = self.options.timeout_s + 3 * _REAP_S
+        for future, (request, since) in list(pending.items()):
+            if time.monotonic() - since > limit:
+                pending.pop(future)
+                self._kill_all()
+                yield self._failed(request, f"tesseract gave no answer within {limit:g} s", limit)
 
     def close(self) -> None:
         """Kill any tesseract process still running; the engine can be started again."""
@@ -221,8 +244,7 @@ class CpuEngine:
         try:
             out, err = proc.communicate(png, timeout=max(deadline - time.perf_counter(), 0.001))
         except subprocess.TimeoutExpired as e:
-            proc.kill()
-            proc.communicate()
+            _reap(proc)
             raise StageTimeoutError(f"tesseract timed out after {o.timeout_s:g} s") from e
         finally:
             with self._lock:
@@ -277,6 +299,23 @@ class CpuEngine:
                 f"install it, e.g. `apt-get install {packages}`"
                 + (" or set psm=3" if "osd" in missing else "")
             )
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` and collect it within bounded time, even if another process holds its pipes open
+    (its output is then dropped: the pipes are closed without reading them to EOF)."""
+    proc.kill()
+    try:
+        proc.communicate(timeout=_REAP_S)
+    except subprocess.TimeoutExpired:
+        log.warning("tesseract pid %d: output pipes still open after kill; closing them", proc.pid)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        try:
+            proc.wait(timeout=_REAP_S)
+        except subprocess.TimeoutExpired:
+            log.error("tesseract pid %d did not exit %g s after SIGKILL", proc.pid, 2 * _REAP_S)
 
 
 def ocr_ready(image: Image.Image) -> Image.Image:

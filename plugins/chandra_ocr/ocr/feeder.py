@@ -9,6 +9,8 @@ from collections.abc import Iterable
 
 from chandra_ocr.ocr.base import PageRequest
 
+_WAKE_S = 5.0  # a blocking get returns None after this long (the caller's loop goes round again)
+
 
 class Feeder:
     """Pulls an iterable in a background thread into a bounded queue; errors re-raise in the consumer."""
@@ -47,11 +49,12 @@ class Feeder:
         return False
 
     def get(self, block: bool) -> PageRequest | None:
-        """The next page; None when none is ready (``block=False``) or the stream has ended."""
+        """The next page; None when none is ready (``block=False``, or ``_WAKE_S`` passed while
+        blocking: the caller checks its deadlines and asks again) or the stream has ended."""
         if self.done:
             return None
         try:
-            item = self._queue.get(block=block)
+            item = self._queue.get(block=block, timeout=_WAKE_S if block else None)
         except queue.Empty:
             return None
         if item is self._END or isinstance(item, BaseException):

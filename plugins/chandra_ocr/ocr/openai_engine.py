@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import io
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,10 +33,12 @@ from chandra_ocr.ocr.validity import (
     sampling_fields,
     temperature_schedule,
 )
+from chandra_ocr.watchdog import WATCHDOG
 
 log = logging.getLogger(__name__)
 
 _MAX_BACKOFF_S = 30.0
+_WAKE_S = 5.0  # the result wait wakes this often (stall watchdog, deadline)
 _DONE = object()
 
 
@@ -71,6 +75,7 @@ class OpenAIEngine:
     """Client of a vLLM OpenAI-compatible server, implementing `OcrEngine` for one preset."""
 
     name = "openai"
+    threads = True  # an event-loop thread with HTTP sockets
 
     def __init__(self, preset: Preset, options: ServerOptions | None = None) -> None:
         self.preset = preset
@@ -138,9 +143,21 @@ class OpenAIEngine:
             "max_retries": opts.max_retries,
         }
 
+    def _request_deadline_s(self) -> float:
+        """The longest one request may take with all its retries and their backoff."""
+        o = self.options
+        return (o.timeout_s + _MAX_BACKOFF_S) * (o.max_retries + 1) + 10.0
+
     def _call(self, coro: Any) -> Any:
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout=self._request_deadline_s())
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise EngineError(
+                f"server {self.options.base_url} gave no answer within {self._request_deadline_s():g} s"
+            ) from None
 
     async def _check_server(self) -> str:
         """List the served models (proves the server is up and accepts the key); returns the model to use."""
@@ -199,13 +216,28 @@ class OpenAIEngine:
         self._call(self._check_server())
         out: queue.Queue = queue.Queue()
         driver = asyncio.run_coroutine_threadsafe(self._drive(iter(requests), out), self._loop)
+        # a page's attempts, each a request with its retries (the slots are served in parallel)
+        deadline_s = self._request_deadline_s() * len(self.temperatures)
         try:
-            while (item := out.get()) is not _DONE:
+            while (item := self._next(out, deadline_s)) is not _DONE:
                 if isinstance(item, BaseException):
                     raise item
                 yield item
         finally:
             driver.cancel()
+
+    def _next(self, out: queue.Queue, deadline_s: float) -> Any:
+        """The driver's next item; EngineError when nothing came for ``deadline_s``."""
+        since = time.monotonic()
+        while True:
+            try:
+                return out.get(timeout=_WAKE_S)
+            except queue.Empty:
+                WATCHDOG.check(lambda: f"the server {self.options.base_url}")
+                if time.monotonic() - since > deadline_s:
+                    raise EngineError(
+                        f"server {self.options.base_url} returned no page for {deadline_s:g} s"
+                    ) from None
 
     async def _drive(self, it: Iterator[PageRequest], out: queue.Queue) -> None:
         """Pull pages as slots free up, run each as a task, hand results (or the failure) to ``out``."""

@@ -25,6 +25,7 @@ class TextEngine:
     """
 
     name = "text"
+    threads = False  # reads in the calling thread
     model: str | None = None
 
     def __init__(self, passwords: Mapping[str, str] | None = None) -> None:

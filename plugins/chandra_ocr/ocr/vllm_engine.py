@@ -31,6 +31,7 @@ from chandra_ocr.ocr.validity import (
     sampling_fields,
     temperature_schedule,
 )
+from chandra_ocr.watchdog import WATCHDOG
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class VllmEngine:
     """In-process vLLM implementing `OcrEngine` for one preset."""
 
     name = "vllm"
+    threads = True  # vLLM's own threads and sockets to its engine process
 
     def __init__(self, preset: Preset, options: VllmOptions | None = None) -> None:
         self.preset = preset
@@ -288,6 +290,7 @@ class VllmEngine:
                 if not pending:
                     if feed.done:
                         return
+                    WATCHDOG.check(lambda: "rendered pages from the PDF workers")
                     continue
                 if not self._llm.llm_engine.has_unfinished_requests():  # never block on an idle engine
                     yield from self._lost(pending)
@@ -296,6 +299,7 @@ class VllmEngine:
                     track = pending.pop(_external_id(output.request_id), None) if output.finished else None
                     if track is not None and (result := self._settle(track, output, pending)) is not None:
                         yield result
+                WATCHDOG.check(lambda: f"vLLM on {len(pending)} page(s)")
         finally:
             feed.close()
             if pending and self._llm is not None:

@@ -3,10 +3,22 @@
 MuPDF ignores Python signals (a crafted file can make it spin for minutes), so a stuck task
 is ended by killing its process (pebble does that and starts a replacement). Workers cap
 their address space, so a decompression bomb raises MemoryError instead of waking the OOM
-killer. Workers come from a forkserver by default: the parent may run vLLM threads, and a
-forked child of a process with native threads can deadlock. A caller that runs no native threads
-(the text and cpu engines) may ask for ``fork``: workers then start in milliseconds with the
-parent's modules instead of a fresh interpreter importing PyMuPDF (~1.3 s per run here).
+killer.
+
+Workers come from a forkserver by default. pebble forks replacements from a background thread at
+any moment; a fork copies every file descriptor the parent has open at that instant. If another
+thread of the parent is running a subprocess then (the cpu engine's Tesseract), the long-lived
+worker keeps that child's pipe ends open, the child's stdin never sees EOF and its reader never
+sees EOF either: the run hangs. A forkserver's children are forked from a process that runs no
+other thread and holds none of the parent's descriptors. Only a caller whose process runs no
+threads that create descriptors while the pool lives (the ``text`` engine: ``OcrEngine.threads``
+is False) may ask for ``fork``: workers then start in milliseconds with the parent's modules
+instead of a fresh interpreter importing PyMuPDF (~1.3 s per run here).
+
+Every wait here has a deadline: pebble kills a task at its limit, so while the pool works some
+task finishes within the largest running limit; ``in_order`` and ``render_stream`` fail the
+tasks still pending when none finished for that long (plus ``_GRACE_S``), and beat/check the
+stall watchdog while they wait.
 """
 
 from __future__ import annotations
@@ -17,9 +29,10 @@ import multiprocessing
 import pickle
 import resource
 import signal
+import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, InvalidStateError, wait
 from typing import Any, TypeVar
 
 import pebble
@@ -30,12 +43,17 @@ from chandra_ocr.errors import BadDocumentError, ChandraOcrError, ConfigError, S
 from chandra_ocr.ocr.base import PageRequest
 from chandra_ocr.pdf.render import render_page
 from chandra_ocr.pdf.render_spec import RenderSpec
+from chandra_ocr.watchdog import WATCHDOG
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 _PRELOAD = ["chandra_ocr.pdf.render"]  # imported once in the fork server (pymupdf takes seconds)
+# Past a task's own limit: time for pebble to notice, kill the worker and start another (forkserver).
+_GRACE_S = 30.0
+_WAKE_S = 5.0  # waits wake this often to check the stall watchdog
+_CLOSE_S = 30.0  # close() waits this long for the pool to wind down, then kills it
 
 
 class PdfWorkers:
@@ -73,12 +91,18 @@ class PdfWorkers:
         self.close(cancel=exc_type is not None)
 
     def close(self, *, cancel: bool = False) -> None:
-        """Stop the pool; with ``cancel`` pending tasks are dropped and running ones killed."""
+        """Stop the pool; with ``cancel`` pending tasks are dropped and running ones killed. A pool
+        that has not wound down within ``_CLOSE_S`` is stopped (its workers killed)."""
         if cancel or self._finished:
             self._pool.stop()
         else:
             self._pool.close()
-        self._pool.join()
+        try:
+            self._pool.join(timeout=_CLOSE_S)
+        except TimeoutError:
+            log.warning("PDF workers still busy %g s after close; killing them", _CLOSE_S)
+            self._pool.stop()
+            self._pool.join(timeout=_CLOSE_S)
 
     def finish(self) -> None:
         """Every submitted task is done and no more will come: the pool winds down now (pebble notices
@@ -104,6 +128,32 @@ class PdfWorkers:
     def _schedule(self, fn: Callable[..., T], args: tuple, timeout: float, what: str) -> Future[T]:
         source = self._pool.schedule(_guarded, args=(fn, *args), timeout=timeout)
         return _translated(source, what, timeout, self.memory_limit_mb)
+
+    def in_order(self, futures: Sequence[Future[T]], stage: str) -> Iterator[Future[T]]:
+        """Each of ``futures`` (from ``submit``) once it is done, in their order.
+
+        While waiting, the stall watchdog is checked; when no task of the pool finished for the
+        largest limit among those pending plus ``_GRACE_S``, the pending futures fail with
+        StageTimeoutError (their tasks are cancelled, running ones killed)."""
+        for future in futures:
+            if not future.done():
+                self._wait_any([f for f in futures if not f.done()], stage)
+            yield future
+
+    def _wait_any(self, pending: Sequence[Future], stage: str) -> set[Future]:
+        """Wait until one of ``pending`` is done (see ``in_order``); returns the done ones."""
+        last = time.monotonic()
+        while True:
+            done, _ = wait(pending, timeout=_WAKE_S, return_when=FIRST_COMPLETED)
+            if done:
+                return done
+            WATCHDOG.check(lambda: f"{len(pending)} {stage} task(s) in the PDF workers")
+            limit = max(_limit_of(f) for f in pending) + _GRACE_S
+            if time.monotonic() - last >= limit:
+                log.error("%s: no PDF worker task finished for %.0f s; %d fail", stage, limit, len(pending))
+                for f in pending:
+                    _expire(f, f"{stage}: no answer from the PDF workers within {limit:g} s")
+                return set(pending)
 
     def render_stream(
         self,
@@ -134,8 +184,7 @@ class PdfWorkers:
                     pending[self._schedule(_render_raw, args, timeout, what)] = request
                 if not pending:
                     return
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
+                for future in self._wait_any(list(pending), "rendering"):
                     yield _collect(pending.pop(future), future)
         finally:
             for future in pending:
@@ -209,34 +258,59 @@ def _address_space() -> int:
     return 0
 
 
+def _limit_of(future: Future) -> float:
+    """The time limit a future's task was submitted with."""
+    return float(getattr(future, "limit_s", 0.0))
+
+
+def _expire(future: Future, message: str) -> None:
+    """Fail a future the pool never answered (its task is cancelled through ``cancel_source``)."""
+    try:
+        future.set_exception(StageTimeoutError(message))
+    except InvalidStateError:  # it finished meanwhile
+        return
+    cancel_task = getattr(future, "cancel_task", None)
+    if cancel_task is not None:
+        cancel_task()
+
+
 def _translated(source: pebble.ProcessFuture, what: str, timeout: float, limit_mb: int) -> Future:
     """A plain Future mirroring ``source`` with pool failures turned into project errors."""
     target: Future = Future()
+    target.limit_s = timeout  # type: ignore[attr-defined]
 
     def relay(done: pebble.ProcessFuture) -> None:
-        if target.cancelled():
+        if target.done():  # cancelled, or expired by a deadline
             return
-        if done.cancelled():
-            target.cancel()
-            target.set_running_or_notify_cancel()
+        try:
+            if done.cancelled():
+                target.cancel()
+                target.set_running_or_notify_cancel()
+                return
+            error = done.exception()
+            if error is None:
+                target.set_result(done.result())
+            else:
+                target.set_exception(_project_error(error, what, timeout, limit_mb))
+        except InvalidStateError:  # expired between the check and the set
             return
-        error = done.exception()
-        if error is None:
-            target.set_result(done.result())
-        else:
-            target.set_exception(_project_error(error, what, timeout, limit_mb))
 
     # Only a weak reference back to ``source``: a strong one would close a reference cycle (source →
     # relay → target → cancel_source → source) that keeps every finished render's pixels (tens of MB)
     # alive until the cyclic garbage collector happens to run.
     source_ref = weakref.ref(source)
 
-    def cancel_source(done: Future) -> None:
+    def cancel_task() -> None:
         pending = source_ref()
-        if done.cancelled() and pending is not None:
+        if pending is not None:
             pending.cancel()
 
+    def cancel_source(done: Future) -> None:
+        if done.cancelled():
+            cancel_task()
+
     target.add_done_callback(cancel_source)
+    target.cancel_task = cancel_task  # type: ignore[attr-defined]
     source.add_done_callback(relay)
     return target
 
