@@ -11,6 +11,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -269,6 +270,11 @@ def worker_pool(options: IngestOptions, engine: OcrEngine | None = None) -> PdfW
     return PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb, fork=fork)
 
 
+def watching(options: IngestOptions) -> AbstractContextManager:
+    """The stall watchdog armed with the run's limit (a warning after a sixth of it)."""
+    return WATCHDOG.armed(options.stall_timeout_s / 6, options.stall_timeout_s)
+
+
 def load_groups(batches: list[Batch]) -> list[list[Batch]]:
     """Consecutive batches loaded together: each group ends once it holds ``LOAD_PAGES`` pages."""
     groups: list[list[Batch]] = [[]]
@@ -319,7 +325,7 @@ def run(
         n_docs = sum(len(b.docs) for b in batches)
         return RunRecord(run_id, started, datetime.now(UTC), n_docs, pages, metrics)
 
-    with WATCHDOG.armed(options.stall_timeout_s / 6, options.stall_timeout_s):
+    with watching(options):
         with pool() as workers:
             batches = plan(discovery, options, workers)
         if batches:

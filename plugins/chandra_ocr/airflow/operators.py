@@ -32,8 +32,7 @@ from chandra_ocr.manifest import Batch, pages_read, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine, resolve_kind
 from chandra_ocr.passwords import PasswordBook, parse_passwords
-from chandra_ocr.pdf.workers import PdfWorkers
-from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan
+from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan, watching, worker_pool
 from chandra_ocr.progress import Progress
 from chandra_ocr.store.duckdb_store import RunRecord, load_documents
 
@@ -106,7 +105,7 @@ class DiscoverOperator(ConfiguredOperator):
         cfg = self.run_config
         options = cfg.ingest_options()
         discovery = discover_new(cfg.source, cfg.layout(), options, **cfg.filters())
-        with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
+        with watching(options), worker_pool(options) as workers:
             batches = plan(discovery, options, workers)
         limit = self.max_batches or conf.getint("core", "max_map_length")
         if len(batches) > limit:
@@ -142,7 +141,10 @@ class CompressOperator(_BatchOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         cfg = self.run_config
-        return compress_batch(Batch.from_dict(self.batch), cfg.layout(), cfg.ingest_options()).to_dict()
+        options = cfg.ingest_options()
+        allow_worker_processes()
+        with watching(options), worker_pool(options) as workers:
+            return compress_batch(Batch.from_dict(self.batch), cfg.layout(), options, workers).to_dict()
 
 
 class ChandraOcrOperator(_BatchOperator):
@@ -208,7 +210,7 @@ class ChandraOcrOperator(_BatchOperator):
         allow_worker_processes()
         self.ocr_engine.start()
         try:
-            with PdfWorkers(options.pdf.workers, options.pdf.memory_limit_mb) as workers:
+            with watching(options), worker_pool(options) as workers:
                 extract_batch(batch, layout, options, self.ocr_engine, workers, passwords, run_id)
             log.info(
                 "batch %s: %s; engine metrics %s", batch.batch_id, batch.counts, self.ocr_engine.metrics()
@@ -243,8 +245,11 @@ class AssembleOperator(_BatchOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         cfg = self.run_config
+        options = cfg.ingest_options()
         batch = Batch.from_dict(self.batch)
-        return assemble_batch(batch, cfg.layout(), cfg.ingest_options(), run_id=context["run_id"]).to_dict()
+        allow_worker_processes()
+        with watching(options), worker_pool(options) as workers:
+            return assemble_batch(batch, cfg.layout(), options, context["run_id"], workers).to_dict()
 
 
 class LoadOperator(ConfiguredOperator):
