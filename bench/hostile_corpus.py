@@ -1,6 +1,7 @@
 """Hostile-input sweep: the whole pipeline over every PDF of the corpus, and what became of each file.
 
     .venv/bin/python bench/hostile_corpus.py [--engine cpu] [--corpus DIR] [--out FILE.json] [--kb DIR]
+    .venv/bin/python bench/hostile_corpus.py --soak 5 [--out bench/results/hostile_soak.json]
 
 One ``pipeline.run`` (discover → compress → triage → render → OCR → assemble → DuckDB) over the
 whole corpus folder (~400 PDFs: qpdf's bad*.pdf, format-corpus defects and Cabinet of Horrors,
@@ -10,6 +11,11 @@ every PDF ends ``ingested``, ``partial`` or ``quarantined``, and every file not 
 reason. Reported: outcomes by status and reason class, the slowest files (triage timed again,
 file by file, in the same kind of time- and memory-limited worker; OCR time from the pages
 table), peak memory of the process tree (sampled) and the run's wall time.
+
+``--soak N`` is the no-hang check: N sweeps back to back, each in a child process with a wall-clock
+limit, with ``--tight`` worker limits (``TIGHT``: seconds-long page, document and Tesseract limits)
+so that workers are killed and replaced all the time while Tesseract runs. Checked for every run:
+it finished within its limit, and every file has an outcome (and a reason when not ingested).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import json
 import os
 import platform
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -211,12 +218,22 @@ def documents(kb: Path, corpus: Path) -> list[dict]:
     return out
 
 
-def sweep(corpus: Path, kb: Path, engine: str, passwords_file: Path) -> dict:
+# Soak limits: workers killed and replaced often (time limits of seconds), Tesseract pages cut at 15 s,
+# and a stall fails the run after 10 minutes instead of letting it wait.
+TIGHT = {
+    "pdf": {"page_timeout_s": 3.0, "doc_timeout_s": 15.0, "compress_timeout_s": 15.0},
+    "engine_options": {"timeout_s": 15.0},
+    "stall_timeout_s": 600.0,
+}
+SOAK_RUN_LIMIT_S = 1800  # wall-clock limit of one soak run (a default sweep takes ~4 min)
+
+
+def sweep(corpus: Path, kb: Path, engine: str, passwords_file: Path, tight: bool = False) -> dict:
     """Run the pipeline over ``corpus`` into ``kb``; the report (without per-file triage times)."""
     files = sorted(p for p in corpus.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file())
-    options = IngestOptions(
-        engine=engine, pdf=PdfOptions(settle_seconds=0, passwords_file=str(passwords_file))
-    )
+    pdf = {"settle_seconds": 0, "passwords_file": str(passwords_file)} | (TIGHT["pdf"] if tight else {})
+    extra = {k: v for k, v in TIGHT.items() if k != "pdf"} if tight else {}
+    options = IngestOptions.from_dict({"engine": engine, "pdf": pdf, **extra})
     sampler = MemorySampler()
     sampler.start()
     started = time.perf_counter()
@@ -260,28 +277,30 @@ def main() -> None:
     )
     parser.add_argument("--engine", default="cpu", help="engine for OCR-route pages (default: cpu)")
     parser.add_argument("--kb", type=Path, help="knowledge-base folder to keep (default: a temporary one)")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "hostile_corpus.json")
+    parser.add_argument("--out", type=Path, help="results file (default: bench/results/hostile_corpus.json)")
+    parser.add_argument("--tight", action="store_true", help="the soak's tight worker limits (TIGHT)")
+    parser.add_argument("--soak", type=int, default=0, help="N tight sweeps back to back (the no-hang check)")
     args = parser.parse_args()
     corpus = args.corpus.resolve()
+    if args.soak:
+        soak(args.soak, corpus, args.engine, args.out or REPO / "bench" / "results" / "hostile_soak.json")
+        return
+    args.out = args.out or REPO / "bench" / "results" / "hostile_corpus.json"
     with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
         passwords_file = Path(tmp) / "passwords.json"
         passwords_file.write_text(json.dumps(CORPUS_PASSWORDS, ensure_ascii=False), encoding="utf-8")
         kb = args.kb or Path(tmp) / "kb"
-        report = sweep(corpus, kb, args.engine, passwords_file)
+        report = sweep(corpus, kb, args.engine, passwords_file, tight=args.tight)
         files = sorted(p for p in corpus.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file())
         t0 = time.perf_counter()
-        triage = triage_times(files, corpus, IngestOptions().pdf)
+        triage = {} if args.tight else triage_times(files, corpus, IngestOptions().pdf)
         triage_pass_s = time.perf_counter() - t0
     for d in report["documents"]:
         d["triage_s"] = triage.get(d["file"])
     timed = [d for d in report["documents"] if isinstance(d["triage_s"], float)]
     report = {
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "pymupdf": pymupdf.__version__,
-        },
+        "machine": machine(),
         "corpus": str(corpus),
         "engine": args.engine,
         "triage_pass_seconds": round(triage_pass_s, 1),
@@ -300,6 +319,67 @@ def main() -> None:
     print_summary(report)
     ok = not report["no_reason"] and not report["without_outcome"]
     sys.exit(0 if ok else 1)
+
+
+def machine() -> dict:
+    """What the numbers were measured on."""
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "pymupdf": pymupdf.__version__}
+
+
+def soak(runs: int, corpus: Path, engine: str, out: Path) -> None:
+    """``runs`` tight sweeps, each a child process with a wall-clock limit; the verdicts to ``out``."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
+        for n in range(1, runs + 1):
+            run_out = Path(tmp) / f"run{n}.json"
+            cmd = [sys.executable, __file__, "--tight", "--engine", engine, "--corpus", str(corpus)]
+            started = time.perf_counter()
+            try:
+                code = subprocess.run([*cmd, "--out", str(run_out)], timeout=SOAK_RUN_LIMIT_S).returncode
+            except subprocess.TimeoutExpired:
+                code = None  # a hang: the child is killed at the limit
+            seconds = round(time.perf_counter() - started, 1)
+            report = json.loads(run_out.read_text(encoding="utf-8")) if run_out.exists() else None
+            results.append(_soak_verdict(n, code, seconds, report))
+            print(f"soak run {n}/{runs}: {results[-1]}", flush=True)
+    summary = {
+        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "corpus": str(corpus),
+        "engine": engine,
+        "tight_options": TIGHT,
+        "run_limit_s": SOAK_RUN_LIMIT_S,
+        "runs": results,
+        "all_finished_and_recorded": all(r["finished"] and r["every_file_recorded"] for r in results),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    sys.exit(0 if summary["all_finished_and_recorded"] else 1)
+
+
+def _soak_verdict(n: int, code: int | None, seconds: float, report: dict | None) -> dict:
+    """One soak run: finished or not, and whether every file ended with an outcome and a reason."""
+    if report is None:
+        verdict = {"finished": False, "exit_code": code, "seconds": seconds, "every_file_recorded": False}
+        return {"run": n} | verdict
+    limited = sum(
+        count for name, count in report["reason_classes"].items() if "time limit" in name or "crashed" in name
+    )
+    return {
+        "run": n,
+        "finished": code is not None,
+        "exit_code": code,
+        "seconds": seconds,
+        "pdf_files": report["pdf_files"],
+        "documents": len(report["documents"]),
+        "pages": report["pages"],
+        "outcomes": report["outcomes"],
+        "documents_stopped_by_a_limit": limited,
+        "pages_failed": sum(d["failed_pages"] for d in report["documents"]),
+        "without_outcome": report["without_outcome"],
+        "no_reason": report["no_reason"],
+        "every_file_recorded": not report["without_outcome"] and not report["no_reason"],
+    }
 
 
 def print_summary(report: dict) -> None:
