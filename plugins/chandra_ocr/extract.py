@@ -22,7 +22,7 @@ from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.document import Page
 from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
-from chandra_ocr.fallback import RENDER_FAILED, FailedPage, ocr_page, render_spec_of, run_fallbacks
+from chandra_ocr.fallback import RENDER_FAILED, FailedPage, ocr_page, run_fallbacks
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.ocr.base import OcrEngine, PageRequest
 from chandra_ocr.passwords import PasswordBook, load_passwords
@@ -129,10 +129,10 @@ def _read_ocr_pages(
             _stream(todo, layout, options, engine, workers, key, passwords, failed, progress)
             break
         except EngineOutOfMemoryError as e:
-            budget = int(getattr(engine, "in_flight_pages", 0) or 0)
+            budget = engine.in_flight_pages or 0
             if budget <= 1:
                 raise
-            engine.in_flight_pages = budget // 2  # type: ignore[attr-defined]
+            engine.in_flight_pages = budget // 2
             log.warning(
                 "engine out of memory (%s); in-flight budget %d → %d, resuming", e, budget, budget // 2
             )
@@ -167,7 +167,7 @@ def _stream(
     def rendered() -> Iterator[PageRequest]:
         stream = workers.render_stream(
             requests,
-            render_spec_of(engine),
+            engine.render_spec,
             timeout=options.pdf.page_timeout_s,
             window=_window(engine),
             passwords=passwords,
@@ -194,7 +194,7 @@ def _stream(
 
 def _window(engine: OcrEngine) -> int:
     """Rendered pages to keep queued ahead of the engine: enough to keep it busy, bounded for memory."""
-    return int(getattr(engine, "in_flight_pages", 0) or 16)
+    return engine.in_flight_pages or 16
 
 
 def _triage_all(

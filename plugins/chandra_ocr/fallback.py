@@ -46,12 +46,6 @@ class FailedPage:
         return PageRequest(self.doc_id, pt.page_no, self.pdf_path, pt.width_pt, pt.height_pt)
 
 
-def render_spec_of(engine: OcrEngine) -> RenderSpec:
-    """The engine's render budget (its preset's for VLM engines)."""
-    spec = getattr(engine, "render_spec", None) or getattr(getattr(engine, "preset", None), "render", None)
-    return spec or RenderSpec()
-
-
 def ocr_page(pt: PageTriage, result: PageResult, status: str = "ok", reason: str | None = None) -> Page:
     """The OCR-route page record of an engine result."""
     return Page(
@@ -104,9 +98,7 @@ def run_fallbacks(
             requests: Iterable[PageRequest] = [f.request() for f in todo]
         else:
             todo = [f for f in left if not f.reason.startswith(RENDER_FAILED)]
-            requests = _rendered(
-                workers, [f.request() for f in todo], render_spec_of(engine), options, passwords
-            )
+            requests = _rendered(workers, [f.request() for f in todo], engine.render_spec, options, passwords)
         try:
             done = _read(engine, requests, {f.key: f for f in todo}, layout, key)
         finally:

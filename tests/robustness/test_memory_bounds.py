@@ -8,7 +8,7 @@ from concurrent.futures import Future
 
 import pymupdf
 
-from chandra_ocr.extract import _window, render_spec_of
+from chandra_ocr.extract import _window
 from chandra_ocr.ocr.base import PageRequest
 from chandra_ocr.ocr.cpu_engine import CpuEngine, CpuOptions
 from chandra_ocr.pdf.render_spec import RenderSpec
@@ -21,7 +21,7 @@ def test_the_cpu_engine_queues_few_rendered_pages():
     for workers in (1, 2, 4):
         engine = CpuEngine(CpuOptions(workers=workers))
         assert _window(engine) == 2 * workers
-        queued_bytes = _window(engine) * render_spec_of(engine).max_pixels * 3
+        queued_bytes = _window(engine) * engine.render_spec.max_pixels * 3
         assert queued_bytes <= workers * 75_000_000  # ≤ 75 MB of RGB pixels per Tesseract worker
 
 

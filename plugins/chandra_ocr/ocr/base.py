@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from chandra_ocr.document import Block, Table
+from chandra_ocr.pdf.render_spec import RenderSpec
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -62,6 +63,10 @@ class OcrEngine(Protocol):
     # True when ``run`` drives threads in this process that create file descriptors (subprocess
     # pipes, sockets): PDF workers must then come from a forkserver, never a fork of this process.
     threads: bool
+    render_spec: RenderSpec  # how OCR-route pages are rendered for this engine
+    # Rendered pages the caller keeps queued or in flight (the budget an out-of-memory error halves);
+    # None until ``start`` has sized it (vLLM), or for an engine that reads no images (text).
+    in_flight_pages: int | None
 
     def start(self) -> None:
         """Load models / open connections. Idempotent."""

@@ -10,6 +10,7 @@ import pymupdf
 
 from chandra_ocr.errors import BadDocumentError
 from chandra_ocr.ocr.base import PageRequest, PageResult
+from chandra_ocr.pdf.render_spec import RenderSpec
 from chandra_ocr.pdf.text_layer import read_page
 from chandra_ocr.pdf.triage import open_pdf
 
@@ -26,6 +27,8 @@ class TextEngine:
 
     name = "text"
     threads = False  # reads in the calling thread
+    render_spec = RenderSpec()  # unused: no page is rendered
+    in_flight_pages: int | None = None
     model: str | None = None
 
     def __init__(self, passwords: Mapping[str, str] | None = None) -> None:
