@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from kb_query import documents_by_name, kb_rows
 
@@ -313,3 +316,31 @@ def test_forked_workers_write_shards_without_starting_duckdb(tmp_path, samples, 
     summary = run(src, tmp_path / "kb", IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0)))
     assert summary.statuses == {"ingested": 2}
     assert calls.read_text().split() == [str(os.getpid())]  # once, here; none in the workers
+
+
+_WITHOUT_AIRFLOW = """
+import importlib.abc, sys
+
+class NoAirflow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "airflow" or name.startswith("airflow."):
+            raise ImportError(f"{name} is absent in this test")
+
+sys.meta_path.insert(0, NoAirflow())
+from chandra_ocr.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_core_ingests_with_airflow_absent(tmp_path, samples):
+    """The library and CLI never import Airflow: a process in which importing it fails ingests."""
+    kb = tmp_path / "kb"
+    args = ["run", str(samples), "--kb", str(kb), "--engine", "text", "--settle-seconds", "0"]
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_AIRFLOW, *args], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-2000:]
+    con = duckdb.connect(str(kb / "kb.duckdb"), read_only=True)
+    statuses = dict(con.execute("SELECT status, count(*) FROM documents GROUP BY ALL").fetchall())
+    con.close()
+    assert statuses.get("ingested", 0) >= 3, statuses
