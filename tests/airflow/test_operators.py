@@ -110,3 +110,31 @@ def test_ocr_operator_gets_the_openai_engine_from_the_vllm_connection_lazily(mon
     assert (engine.options.base_url, engine.options.api_key) == ("http://gpu1:8000/v1", "sk-abcdef123456")
     assert engine.options.timeout_s == 90
     assert op.pool == "chandra_ocr_gpu" and op.queue == "gpu" and "engine" in op.template_fields
+
+
+def test_assemble_task_quarantines_a_document_whose_assembly_times_out(tmp_path, samples, pools_recorded):
+    """The production path has the CLI's protection: the assemble task assembles each document in a
+    limited PDF worker, so one that cannot be assembled in time is quarantined with the reason and
+    the task (the batch) goes on to the load."""
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    from chandra_ocr.airflow.graph import KB_ASSET
+    from chandra_ocr.airflow.operators import (
+        AssembleOperator,
+        ChandraOcrOperator,
+        DiscoverOperator,
+        LoadOperator,
+    )  # fmt: skip
+
+    src = landing(tmp_path / "in", {"memo": samples / "scanned_memo.pdf"})
+    params = {"source": str(src), "kb": str(tmp_path / "kb"), "engine": "cpu"}
+    config = _preflight(params | {"options": {"pdf": {"compress": False}, "engine_options": {"dpi": 100}}})
+    (batch,) = DiscoverOperator(task_id="discover", config=config).execute({})
+    batch = ChandraOcrOperator(task_id="ocr", config=config, batch=batch).execute({"run_id": "r1"})
+    hurried = _preflight(params | {"options": {"pdf": {"doc_timeout_s": 0.01}}})
+    done = AssembleOperator(task_id="assemble", config=hurried, batch=batch).execute({"run_id": "r1"})
+    assert [d["status"] for d in done["docs"]] == ["quarantined"]
+    load = LoadOperator(task_id="load", config=config, batches=[done], kb_asset=KB_ASSET)
+    load.execute({"run_id": "r1", "outlet_events": OutletEventAccessors()})
+    ((status, error),) = query(tmp_path / "kb", "SELECT status, error FROM documents")
+    assert status == "quarantined" and error.startswith("assembly failed:") and "limit" in error
