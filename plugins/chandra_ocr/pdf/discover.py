@@ -7,7 +7,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,6 +116,18 @@ def _inspect(
         result.refused.append((path, f"unreadable: {e.strerror or e}"))
         return None
     return SourceFile(path=path, doc_id=doc_id, bytes=stat.st_size, mtime=stat.st_mtime)
+
+
+def recent_note(recent: Sequence[str], settle_seconds: float, how: str, shown: int = 5) -> str | None:
+    """A line naming the first ``shown`` files skipped as still being written and ``how`` to take them."""
+    if not recent:
+        return None
+    names = ", ".join(Path(p).name for p in recent[:shown])
+    more = f" and {len(recent) - shown} more" if len(recent) > shown else ""
+    return (
+        f"{len(recent)} file(s) skipped as still being written (modified less than "
+        f"{settle_seconds:g} s ago): {names}{more}; a later run takes them, or this one with {how}"
+    )
 
 
 def file_sha256(path: str | Path, chunk_bytes: int = 1 << 20) -> str:

@@ -1,0 +1,116 @@
+"""Checks that need no work, run before any: the source, the knowledge-base folder, the engine, passwords.
+
+Each raises ConfigError with one line saying what is wrong, with which path or setting, and what
+to do. The CLI runs them before a run starts; the Airflow ``preflight`` task runs the path checks.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chandra_ocr.errors import ConfigError
+from chandra_ocr.ocr.base import OcrEngine
+from chandra_ocr.passwords import load_passwords
+from chandra_ocr.store.layout import KbLayout
+
+GLOB_CHARS = frozenset("*?[")
+
+
+def check_source(source: str | Path) -> None:
+    """``source`` is a folder holding a ``*.pdf`` (any case, any depth), or a glob that matches a file."""
+    text = str(source)
+    if GLOB_CHARS & set(text):
+        if not any(os.path.isfile(p) for p in glob.iglob(text, recursive=True)):
+            raise ConfigError(f"source {text}: the pattern matches no file; check the folder and the pattern")
+        return
+    path = Path(text)
+    if not path.exists():
+        raise ConfigError(
+            f"source {text} does not exist: give a folder of PDFs or a glob such as '/data/**/*.pdf'"
+        )
+    if not path.is_dir():
+        raise ConfigError(
+            f"source {text} is a file, not a folder: give the folder it is in, or a glob such as "
+            f"'{path.parent / '*.pdf'}'"
+        )
+    if not _has_pdf(path):
+        raise ConfigError(
+            f"source {text} holds no PDF file (*.pdf, searched recursively): put the PDFs there"
+        )
+
+
+def _has_pdf(folder: Path) -> bool:
+    """Whether any non-hidden ``*.pdf`` lies under ``folder`` (links followed once); stops at the first."""
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        if any(f.lower().endswith(".pdf") and not f.startswith(".") for f in files):
+            return True
+    return False
+
+
+def check_kb_folder(kb: str | Path, label: str = "--kb") -> KbLayout:
+    """``kb`` is a folder this process can write, or one it can create (nothing is created here).
+
+    ``label`` names the setting in the messages (the CLI's option, or the DAG's setting)."""
+    path = Path(kb)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{label} {kb} is a file, not a folder: give a folder for the knowledge base")
+    existing = next(p for p in (path, *path.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"{label} {kb}: {existing} is a file, so the folder cannot be created there")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "the knowledge-base folder" if existing == path else f"{existing}, where it would be created,"
+        raise ConfigError(f"{label} {kb}: {what} is not writable by this user: choose another folder")
+    layout = KbLayout(path)
+    if layout.duckdb_path.exists() and not layout.duckdb_path.is_file():
+        raise ConfigError(
+            f"{label} {kb}: {layout.duckdb_path} is not a file: remove it or choose another folder"
+        )
+    return layout
+
+
+def check_kb_exists(kb: str | Path) -> KbLayout:
+    """``kb`` holds a knowledge base (its ``kb.duckdb``); commands that only read it need one."""
+    layout = KbLayout(Path(kb))
+    if not layout.duckdb_path.is_file():
+        where = f"{kb} is a file" if Path(kb).is_file() else f"no knowledge base at {layout.duckdb_path}"
+        raise ConfigError(f"{where}: give the folder of a knowledge base, or make one with "
+                          f"`chandra-ingest run SOURCE --kb {kb}`")  # fmt: skip
+    return layout
+
+
+def check_passwords_file(path: str | None) -> None:
+    """The passwords file, when given, can be read and is a JSON object (its contents never shown)."""
+    if path is not None:
+        load_passwords(path)
+
+
+def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngine:
+    """The engine built from the options, checked as far as it can be without loading a model.
+
+    The cpu engine is started (Tesseract and its languages found); the vllm kind needs vLLM
+    installed; the openai kind's server is asked only when the run starts.
+    """
+    from chandra_ocr.ocr.registry import build_engine, resolve_kind
+
+    resolved = resolve_kind(kind)
+    if resolved == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise ConfigError(
+            "--engine vllm needs vLLM (pip install vllm on a CUDA machine); "
+            "without a GPU use --engine cpu, or --engine openai with a vLLM server"
+        )
+    engine = build_engine(resolved, preset, options)
+    if resolved in ("text", "cpu"):
+        engine.start()
+    return engine
