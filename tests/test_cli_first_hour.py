@@ -117,7 +117,7 @@ def test_a_missing_or_empty_source_is_an_error(tmp_path):
     assert not (tmp_path / "kb").exists()
 
 
-def test_unreadable_passwords_and_unknown_engine_options_are_found_before_any_work(tmp_path, samples):
+def test_unreadable_passwords_bad_engine_options_and_no_server_are_found_before_any_work(tmp_path, samples):
     source = landing(tmp_path / "landing", samples, ("report.pdf",))
     kb = tmp_path / "kb"
     lines = user_error(
@@ -128,6 +128,16 @@ def test_unreadable_passwords_and_unknown_engine_options_are_found_before_any_wo
         cli("run", str(source), "--kb", str(kb), "--engine", "cpu", "--engine-option", "dpu=300")
     )
     assert "unknown CpuOptions option(s): dpu" in lines[0]
+    server = (
+        "--engine",
+        "openai",
+        "--engine-option",
+        "base_url=http://127.0.0.1:9/v1",
+        "--engine-option",
+        "max_retries=0",
+    )
+    lines = user_error(cli("run", str(source), "--kb", str(kb), *server))  # port 9 (discard): nothing answers
+    assert "http://127.0.0.1:9/v1 failed the health check" in lines[0] and "vllm serve" in lines[0]
     assert not kb.exists()
 
 

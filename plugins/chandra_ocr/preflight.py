@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chandra_ocr.errors import ConfigError
+from chandra_ocr.errors import ConfigError, EngineError
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.passwords import load_passwords
 from chandra_ocr.store.layout import KbLayout
@@ -99,8 +99,9 @@ def check_passwords_file(path: str | None) -> None:
 def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngine:
     """The engine built from the options, checked as far as it can be without loading a model.
 
-    The cpu engine is started (Tesseract and its languages found); the vllm kind needs vLLM
-    installed; the openai kind's server is asked only when the run starts.
+    The cpu engine is started (Tesseract and its languages found), and so is the openai engine (its
+    server answers and serves the model); the vllm kind needs vLLM installed (its model loads when
+    the run starts).
     """
     from chandra_ocr.ocr.registry import build_engine, resolve_kind
 
@@ -111,6 +112,15 @@ def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngin
             "without a GPU use --engine cpu, or --engine openai with a vLLM server"
         )
     engine = build_engine(resolved, preset, options)
-    if resolved in ("text", "cpu"):
+    if resolved == "openai":
+        try:
+            engine.start()
+        except EngineError as e:
+            engine.close()
+            raise ConfigError(
+                f"--engine openai: {e}; start the server (`vllm serve MODEL`) or point "
+                '--engine-option base_url="http://HOST:PORT/v1" at it'
+            ) from None
+    elif resolved in ("text", "cpu"):
         engine.start()
     return engine
