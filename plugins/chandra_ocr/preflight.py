@@ -6,7 +6,6 @@ to do. The CLI runs them before a run starts; the Airflow ``preflight`` task run
 
 from __future__ import annotations
 
-import glob
 import importlib.util
 import os
 from collections.abc import Mapping
@@ -16,47 +15,30 @@ from typing import Any
 from chandra_ocr.errors import ConfigError, EngineError
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.passwords import load_passwords
+from chandra_ocr.pdf.discover import GLOB_CHARS, candidates
 from chandra_ocr.store.layout import KbLayout
-
-GLOB_CHARS = frozenset("*?[")
 
 
 def check_source(source: str | Path) -> None:
-    """``source`` is a folder holding a ``*.pdf`` (any case, any depth), or a glob that matches a file."""
+    """``source`` is a folder or glob in which discovery finds at least one file (it stops at the first)."""
     text = str(source)
-    if GLOB_CHARS & set(text):
-        if not any(os.path.isfile(p) for p in glob.iglob(text, recursive=True)):
-            raise ConfigError(f"source {text}: the pattern matches no file; check the folder and the pattern")
-        return
+    is_glob = bool(GLOB_CHARS & set(text))
     path = Path(text)
-    if not path.exists():
+    if not is_glob and not path.exists():
         raise ConfigError(
             f"source {text} does not exist: give a folder of PDFs or a glob such as '/data/**/*.pdf'"
         )
-    if not path.is_dir():
+    if not is_glob and not path.is_dir():
         raise ConfigError(
             f"source {text} is a file, not a folder: give the folder it is in, or a glob such as "
             f"'{path.parent / '*.pdf'}'"
         )
-    if not _has_pdf(path):
+    if not any(refusal is None for _, refusal in candidates(text)):
+        if is_glob:
+            raise ConfigError(f"source {text}: the pattern matches no file; check the folder and the pattern")
         raise ConfigError(
             f"source {text} holds no PDF file (*.pdf, searched recursively): put the PDFs there"
         )
-
-
-def _has_pdf(folder: Path) -> bool:
-    """Whether any non-hidden ``*.pdf`` lies under ``folder`` (links followed once); stops at the first."""
-    seen: set[str] = set()
-    for root, dirs, files in os.walk(folder, followlinks=True):
-        real = os.path.realpath(root)
-        if real in seen:
-            dirs[:] = []
-            continue
-        seen.add(real)
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        if any(f.lower().endswith(".pdf") and not f.startswith(".") for f in files):
-            return True
-    return False
 
 
 def check_kb_folder(kb: str | Path, label: str = "--kb") -> KbLayout:

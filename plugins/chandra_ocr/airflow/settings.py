@@ -21,6 +21,7 @@ from typing import Any
 
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.pdf.discover import GLOB_CHARS
 from chandra_ocr.preflight import check_kb_folder, check_source
 from chandra_ocr.store.layout import KbLayout
 
@@ -216,7 +217,7 @@ def _absolute(path: str, base: Path) -> str:
     text = str(path)
     anchored = Path(text).expanduser()
     anchored = anchored if anchored.is_absolute() else base / anchored
-    if any(c in text for c in "*?["):  # a glob: keep it, anchored like a path
+    if GLOB_CHARS & set(text):  # a glob: keep it, anchored like a path
         return str(anchored)
     return str(anchored.resolve())
 

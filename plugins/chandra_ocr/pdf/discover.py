@@ -15,7 +15,7 @@ from chandra_ocr.progress import Progress
 
 log = logging.getLogger(__name__)
 
-_GLOB_CHARS = frozenset("*?[")
+GLOB_CHARS = frozenset("*?[")  # a source with one of these is a glob pattern
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def discover(
     seen_files: set[str] = set()
     seen_ids: dict[str, str] = {}
     progress = Progress(f"discover {source}", 0, log)  # files hashed so far, every 10 s on a long walk
-    for path, refusal in _candidates(str(source)):
+    for path, refusal in candidates(str(source)):
         if limit is not None and len(result.new) >= limit:
             break
         if refusal is not None:
@@ -139,9 +139,9 @@ def file_sha256(path: str | Path, chunk_bytes: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def _candidates(source: str) -> Iterator[tuple[str, str | None]]:
-    """(resolved path, None) for every candidate file, or (path as found, reason) for a refusal."""
-    if _GLOB_CHARS & set(source):
+def candidates(source: str) -> Iterator[tuple[str, str | None]]:
+    """(resolved path, None) for every candidate file, or (path as found, reason) for a refusal; lazy."""
+    if GLOB_CHARS & set(source):
         yield from _glob_candidates(source)
         return
     root = Path(source)
@@ -179,7 +179,7 @@ def _walk(folder: Path, root_real: Path, visited: set[str]) -> Iterator[tuple[st
 def _glob_candidates(pattern: str) -> Iterator[tuple[str, str | None]]:
     """Files matching ``pattern``, confined to the pattern's fixed leading folder."""
     parts = Path(pattern).parts
-    fixed = next(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
+    fixed = next(i for i, part in enumerate(parts) if GLOB_CHARS & set(part))
     root = Path(*parts[:fixed]) if fixed else Path(".")
     root_real = Path(os.path.realpath(root))
     for match in sorted(glob.glob(pattern, recursive=True)):
