@@ -83,9 +83,27 @@ def show_queries() -> None:
         con.close()
 
 
+def next_steps() -> None:
+    """Where the run report is and what to type next (the CLI is in the project's .venv)."""
+    report = KB / "report" / "report.html"
+    cli = Path(sys.executable).parent / "chandra-ingest"
+    print(f"Run report: {report}" + ("" if report.is_file() else " (not written: see the task logs)"))
+    print(f"  open it in a browser, e.g. xdg-open {report.relative_to(REPO)}\n")
+    print("Next, in the repository folder (or `source .venv/bin/activate`, then just `chandra-ingest`):")
+    print(f'  {_here(cli)} query --kb kb "SELECT file_name, status, n_pages FROM documents"')
+    print(f"  {_here(cli)} table --kb kb report.pdf 1 1")
+    print(f"  {_here(cli)} run YOUR_PDF_FOLDER --kb kb --settle-seconds 0")
+
+
+def _here(path: Path) -> str:
+    """``path`` relative to the repository when it lies inside it (as the user would type it)."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
 def main() -> int:
     run_ingest()
     show_queries()
+    next_steps()
     return 0
 
 

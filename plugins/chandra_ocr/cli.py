@@ -3,25 +3,44 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
 from pathlib import Path
 
+from chandra_ocr import preflight
 from chandra_ocr.config import ENGINE_KINDS, IngestOptions, PdfOptions
-from chandra_ocr.errors import ChandraOcrError
+from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, print_json, run_sql
+from chandra_ocr.errors import ConfigError
+from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.store.duckdb_store import connect
 from chandra_ocr.store.layout import KbLayout
 
+RECENT_SHOWN = 5  # files skipped as still being written that a run names
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="chandra-ingest", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging"
+    )
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error"
+    )
+    parser = argparse.ArgumentParser(
+        prog="chandra-ingest", description=__doc__, epilog=EXIT_CODES_HELP, parents=[common]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="ingest new PDFs from SOURCE (folder or glob) into the knowledge base")
-    run.add_argument("source")
-    run.add_argument("--kb", required=True, help="knowledge-base folder (Parquet shards + kb.duckdb)")
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, epilog=EXIT_CODES_HELP, parents=[common])
+
+    run = add("run", "ingest new PDFs from SOURCE (folder or glob) into the knowledge base")
+    run.add_argument("source", help="a folder (searched recursively for *.pdf) or a quoted glob")
+    run.add_argument(
+        "--kb", required=True, help="knowledge-base folder (Parquet shards + kb.duckdb), created if missing"
+    )
     run.add_argument("--engine", default="auto", choices=ENGINE_KINDS, help="engine for OCR-route pages")
     run.add_argument("--preset", default="chandra2", help="model preset for the vllm/openai engines")
     run.add_argument("--batch-pages", type=int, default=200)
@@ -29,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
         "--settle-seconds",
         type=float,
         default=30.0,
-        help="skip files modified this recently (still being written)",
+        help="skip files modified this recently, as still being written (default 30; 0 takes every file)",
     )
     run.add_argument("--no-compress", action="store_true", help="skip Ghostscript/PyMuPDF pre-compression")
     run.add_argument("--workers", type=int, default=2, help="PDF worker processes")
@@ -49,42 +68,41 @@ def _parser() -> argparse.ArgumentParser:
         help="engine option, e.g. max_attempts=3 (repeatable)",
     )
 
-    status = sub.add_parser("status", help="documents and pages by status")
+    status = add("status", "documents and pages by status")
     status.add_argument("--kb", required=True)
+    status.add_argument("--json", action="store_true", help="a JSON array of rows instead of a grid")
 
-    report = sub.add_parser("report", help="write the run report: one self-contained HTML page and a PNG")
+    report = add("report", "write the run report: one self-contained HTML page and a PNG")
     report.add_argument("--kb", required=True)
     report.add_argument("--out", help="folder for report.html and report.png (default: KB/report)")
 
-    query = sub.add_parser("query", help="run one SQL statement against kb.duckdb (read-only)")
+    query = add("query", "run one SQL statement against kb.duckdb (read-only)")
     query.add_argument("--kb", required=True)
-    query.add_argument("sql")
-    _vector_parsers(sub)
+    query.add_argument("sql", help='e.g. "SELECT file_name, status FROM documents"; "SHOW TABLES" lists them')
+    query.add_argument("--json", action="store_true", help="a JSON array of rows instead of a grid")
+    _vector_parsers(add)
     return parser
 
 
-def _vector_parsers(sub) -> None:
+def _vector_parsers(add) -> None:
     """The table, forget, feed and search subcommands."""
-    table = sub.add_parser("table", help="print one table with its header as column names")
+    table = add("table", "print one table with its header as column names")
     table.add_argument("--kb", required=True)
     table.add_argument("doc", help="doc_id, a unique doc_id prefix, or the file name")
     table.add_argument("page", type=int)
     table.add_argument("table_no", type=int, help="1-based table number on the page")
     table.add_argument("--csv", action="store_true", help="CSV on stdout instead of a grid")
 
-    forget = sub.add_parser(
-        "forget", help="remove documents (rows, shards, exports; vectors on the next feed)"
-    )
+    forget = add("forget", "remove documents (rows, shards, exports; vectors on the next feed)")
     forget.add_argument("--kb", required=True)
     forget.add_argument("docs", nargs="+", help="doc_ids, unique doc_id prefixes, or file names")
 
-    feed = sub.add_parser(
-        "feed", help="export changed chunks to the outbox and apply them to the vector index"
-    )
+    feed = add("feed", "export changed chunks to the outbox and apply them to the vector index")
     feed.add_argument("--kb", required=True)
     feed.add_argument("--index", help="vector index folder (default: KB/vector)")
+    feed.add_argument("--json", action="store_true", help="the export's and the index's counts as JSON")
 
-    search = sub.add_parser("search", help="top-k chunks for a question from the vector index")
+    search = add("search", "top-k chunks for a question from the vector index")
     search.add_argument("--kb", required=True)
     search.add_argument("question")
     search.add_argument("-k", type=int, default=5)
@@ -118,62 +136,95 @@ def _cmd_run(args: argparse.Namespace) -> int:
         ),
         engine_options=_engine_options(args.engine_option),
     )
-    summary = run(args.source, args.kb, options, limit=args.limit)
-    d = summary.discovery
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be ≥ 1, got {args.limit}")
+    layout = preflight.check_kb_folder(args.kb)
+    preflight.check_source(args.source)
+    preflight.check_passwords_file(args.passwords_file)
+    engine = preflight.ready_engine(options.engine, options.preset, options.engine_options)
+    try:
+        summary = run(args.source, args.kb, options, engine, limit=args.limit)
+    finally:
+        engine.close()
+    _print_discovery(summary.discovery, args.settle_seconds)
+    rate = summary.pages / summary.seconds if summary.seconds else 0.0
+    statuses = ", ".join(f"{n} {status}" for status, n in sorted(summary.statuses.items())) or "none new"
+    print(f"documents: {statuses}; {summary.pages} pages in {summary.seconds:.1f} s ({rate:.2f} pages/s)")
+    incomplete = _incomplete_documents(layout, summary.run_id) if summary.batches else []
+    for name, status, error in incomplete:
+        print(f"  {status}: {name}: {error}")
+    print(f"knowledge base: {layout.duckdb_path}")
+    if summary.discovery.new:
+        print(f'next: chandra-ingest query --kb {args.kb} "SELECT file_name, status, n_pages FROM documents"')
+    return INCOMPLETE if incomplete else OK
+
+
+def _print_discovery(d, settle_seconds: float) -> None:
+    """What discovery found, naming the files it skipped or refused."""
     print(
-        f"run {summary.run_id}: {len(d.new)} new, {len(d.known)} already ingested, "
-        f"{len(d.duplicates)} duplicates, {len(d.recent)} still being written, {len(d.refused)} refused"
+        f"found {len(d.new)} new, {len(d.known)} already ingested, {len(d.duplicates)} duplicates, "
+        f"{len(d.recent)} still being written, {len(d.refused)} refused"
     )
     for path, other in ((f.path, first) for f, first in d.duplicates):
         print(f"  duplicate: {path} (same bytes as {other})")
     for path, reason in d.refused:
         print(f"  refused: {path}: {reason}")
-    rate = summary.pages / summary.seconds if summary.seconds else 0.0
-    print(
-        f"documents by status: {summary.statuses}; {summary.pages} pages in {summary.seconds:.1f} s "
-        f"({rate:.2f} pages/s)"
-    )
-    print(f"knowledge base: {KbLayout(Path(args.kb)).duckdb_path}")
-    return 0
+    note = recent_note(d.recent, settle_seconds, "--settle-seconds 0", RECENT_SHOWN)
+    if note:
+        print(f"  {note}")
+
+
+def _incomplete_documents(layout: KbLayout, run_id: str) -> list[tuple[str, str, str]]:
+    """(file, status, error) of the run's documents that are quarantined or partial."""
+    con = connect(layout, read_only=True)
+    try:
+        return con.execute(
+            "SELECT file_name, status, coalesce(error, '') FROM documents "
+            "WHERE run_id = ? AND status <> 'ingested' ORDER BY file_name",
+            [run_id],
+        ).fetchall()
+    finally:
+        con.close()
+
+
+_STATUS_SQL = """
+SELECT d.status, count(DISTINCT d.doc_id) AS documents, count(p.page_no) AS pages,
+       count(p.page_no) FILTER (WHERE p.route = 'ocr') AS ocr_pages,
+       count(p.page_no) FILTER (WHERE p.status = 'fallback') AS fallback_pages,
+       count(p.page_no) FILTER (WHERE p.status = 'failed') AS failed_pages
+FROM documents d LEFT JOIN pages p USING (doc_id) GROUP BY d.status ORDER BY d.status"""
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    return _print_query(
-        args.kb,
-        """
-        SELECT d.status, count(DISTINCT d.doc_id) AS documents, count(p.page_no) AS pages,
-               count(p.page_no) FILTER (WHERE p.route = 'ocr') AS ocr_pages,
-               count(p.page_no) FILTER (WHERE p.status = 'fallback') AS fallback_pages,
-               count(p.page_no) FILTER (WHERE p.status = 'failed') AS failed_pages
-        FROM documents d LEFT JOIN pages p USING (doc_id) GROUP BY d.status ORDER BY d.status""",
-    )
+    return _print_query(args.kb, _STATUS_SQL, as_json=args.json)
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    return _print_query(args.kb, args.sql, as_json=args.json)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from chandra_ocr.report import write_report
 
+    preflight.check_kb_exists(args.kb)
     files = write_report(args.kb, args.out)
     print(f"report: {files.html}\noverview: {files.png}")
-    return 0
+    return OK
 
 
-def _print_query(kb: str, sql: str) -> int:
-    layout = KbLayout(Path(kb))
-    if not layout.duckdb_path.exists():
-        print(f"no knowledge base at {layout.duckdb_path}", file=sys.stderr)
-        return 1
-    con = connect(layout, read_only=True)
+def _print_query(kb: str, sql: str, *, as_json: bool) -> int:
+    con = connect(preflight.check_kb_exists(kb), read_only=True)
     try:
-        con.sql(sql).show(max_width=200, max_rows=100)
+        emit(run_sql(con, sql), as_json=as_json, max_rows=100)
     finally:
         con.close()
-    return 0
+    return OK
 
 
 def _cmd_table(args: argparse.Namespace) -> int:
     from chandra_ocr.store.table_view import resolve_document, table_relation
 
-    con = connect(KbLayout(Path(args.kb)), read_only=True)
+    con = connect(preflight.check_kb_exists(args.kb), read_only=True)
     try:
         relation = table_relation(con, resolve_document(con, args.doc), args.page, args.table_no)
         if args.csv:
@@ -182,7 +233,7 @@ def _cmd_table(args: argparse.Namespace) -> int:
             relation.show(max_width=200, max_rows=1000)
     finally:
         con.close()
-    return 0
+    return OK
 
 
 def _write_csv(relation) -> None:
@@ -197,7 +248,7 @@ def _cmd_forget(args: argparse.Namespace) -> int:
     from chandra_ocr.store.duckdb_store import forget_documents
     from chandra_ocr.store.table_view import resolve_document
 
-    layout = KbLayout(Path(args.kb))
+    layout = preflight.check_kb_exists(args.kb)
     con = connect(layout, read_only=True)
     try:
         doc_ids = [resolve_document(con, ref) for ref in args.docs]
@@ -207,58 +258,78 @@ def _cmd_forget(args: argparse.Namespace) -> int:
     print(
         f"forgot {len(doc_ids)} document(s): {counts['chunks']} chunks tombstoned; run `feed` to drop vectors"
     )
-    return 0
+    return OK
 
 
 def _cmd_feed(args: argparse.Namespace) -> int:
     from chandra_ocr.feed import export_changes
-    from chandra_ocr.vector.consumer import apply_outbox
+    from chandra_ocr.vector.consumer import apply_outbox, default_index_dir
 
-    layout = KbLayout(Path(args.kb))
+    layout = preflight.check_kb_exists(args.kb)
+    index_dir = Path(args.index) if args.index else default_index_dir(layout)
     export = export_changes(layout)
-    counts = apply_outbox(layout, Path(args.index) if args.index else None)
-    print(f"export {export.export_no}: {export.upserts} upserts, {export.deletes} deletes; index: {counts}")
-    return 0
+    counts = apply_outbox(layout, index_dir)
+    if args.json:
+        print_json(
+            {"export_no": export.export_no, "outbox_file": str(export.path) if export.path else None,
+             "upserts": export.upserts, "deletes": export.deletes, "index": str(index_dir),
+             "index_counts": dataclasses.asdict(counts)}
+        )  # fmt: skip
+        return OK
+    if export.path is None:
+        print("outbox: nothing changed since the last export")
+    else:
+        print(
+            f"outbox: export {export.export_no} → {export.path} "
+            f"({export.upserts} upserts, {export.deletes} deletes)"
+        )
+    print(
+        f"vector index {index_dir}: {counts.files} outbox file(s) applied, "
+        f"{counts.embedded} chunks embedded, {counts.deletes} deleted; {counts.vectors} vectors in all"
+    )
+    return OK
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
     from chandra_ocr.vector.consumer import default_index_dir, search_index
     from chandra_ocr.vector.embedder import Embedder
+    from chandra_ocr.vector.index import index_path
 
-    layout = KbLayout(Path(args.kb))
+    layout = preflight.check_kb_exists(args.kb)
     index_dir = Path(args.index) if args.index else default_index_dir(layout)
+    if not index_path(index_dir).is_file():
+        raise ConfigError(
+            f"no vector index at {index_path(index_dir)}: run `chandra-ingest feed --kb {args.kb}` first"
+        )
     for rank, hit in enumerate(search_index(index_dir, args.question, Embedder(), k=args.k), start=1):
         pages = f"p. {hit.page_start}" + (f"-{hit.page_end}" if hit.page_end != hit.page_start else "")
         where = " > ".join(hit.header_path)
         print(f"{rank}. {hit.score:.3f}  {hit.file_name}  {pages}  [{hit.kind}] {where}")
         print("   " + " ".join(hit.text.split())[:300])
-    return 0
+    return OK
 
 
-_VECTOR_COMMANDS = {"table": _cmd_table, "forget": _cmd_forget, "feed": _cmd_feed, "search": _cmd_search}
+COMMANDS = {
+    "run": _cmd_run,
+    "status": _cmd_status,
+    "query": _cmd_query,
+    "report": _cmd_report,
+    "table": _cmd_table,
+    "forget": _cmd_forget,
+    "feed": _cmd_feed,
+    "search": _cmd_search,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``chandra-ingest`` console script."""
+    """Entry point of the ``chandra-ingest`` console script; returns the exit code (see ``console``)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
+        level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    try:
-        if args.command == "run":
-            return _cmd_run(args)
-        if args.command == "status":
-            return _cmd_status(args)
-        if args.command == "report":
-            return _cmd_report(args)
-        if args.command in _VECTOR_COMMANDS:
-            return _VECTOR_COMMANDS[args.command](args)
-        return _print_query(args.kb, args.sql)
-    except ChandraOcrError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return guarded(lambda: COMMANDS[args.command](args), debug=getattr(args, "debug", False))
 
 
 if __name__ == "__main__":

@@ -33,5 +33,9 @@ class StoreError(ChandraOcrError):
     """The knowledge base (Parquet shards or DuckDB file) could not be read or written."""
 
 
+class NotFoundError(StoreError):
+    """A document or table the caller named is not in the knowledge base (the name can be fixed)."""
+
+
 class ParseError(ChandraOcrError):
     """Model output that does not parse under its preset (counts as an invalid page)."""

@@ -87,17 +87,20 @@ def test_preflight_names_missing_pools_and_the_setup_command(monkeypatch):
         _preflight({})
 
 
-def test_preflight_reads_the_chandra_ocr_variable(pools_recorded, monkeypatch, tmp_path):
-    monkeypatch.setenv("AIRFLOW_VAR_CHANDRA_OCR", json.dumps({"kb": str(tmp_path), "engine": "text"}))
+def test_preflight_reads_the_chandra_ocr_variable(pools_recorded, monkeypatch, tmp_path, samples):
+    variable = {"kb": str(tmp_path), "engine": "text", "source": str(samples)}
+    monkeypatch.setenv("AIRFLOW_VAR_CHANDRA_OCR", json.dumps(variable))
     config = _preflight({"preset": "lightonocr2"})
     assert config["kb"] == str(tmp_path) and config["options"]["engine"] == "text"
     assert config["options"]["preset"] == "lightonocr2"
 
 
-def test_ocr_operator_gets_the_openai_engine_from_the_vllm_connection_lazily(monkeypatch, pools_recorded):
+def test_ocr_operator_gets_the_openai_engine_from_the_vllm_connection_lazily(
+    monkeypatch, pools_recorded, samples, tmp_path
+):
     from chandra_ocr.airflow.operators import ChandraOcrOperator
 
-    config = _preflight({"engine": "openai"})
+    config = _preflight({"engine": "openai", "source": str(samples), "kb": str(tmp_path / "kb")})
     op = ChandraOcrOperator(
         task_id="ocr", config=config, batch={}, vllm_conn_id="vllm_gpu1", preset="chandra2"
     )

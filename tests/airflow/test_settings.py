@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chandra_ocr.airflow.settings import DagSettings, RunConfig, resolve_run_config
+from chandra_ocr.airflow.settings import DagSettings, RunConfig, check_run_paths, resolve_run_config
 from chandra_ocr.errors import ConfigError
 
 
@@ -30,19 +30,56 @@ def test_dag_settings_defaults_and_environment():
 
 
 def test_run_settings_resolve_param_then_variable_then_env_then_default(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path / "..")  # the working folder plays no part
     env = {"CHANDRA_OCR_SOURCE": "/env/src", "CHANDRA_OCR_ENGINE": "cpu", "CHANDRA_OCR_BATCH_PAGES": "50",
-           "CHANDRA_OCR_OPTIONS": '{"chunk": {"max_tokens": 256}}'}  # fmt: skip
+           "CHANDRA_OCR_OPTIONS": '{"chunk": {"max_tokens": 256}}',
+           "AIRFLOW_HOME": str(tmp_path)}  # fmt: skip
     variable = {"source": "/var/src", "preset": "lightonocr2"}
     cfg = resolve_run_config({"source": "/param/src", "kb": None, "engine": ""}, variable, env)
     assert cfg.source == "/param/src"  # Param wins
-    assert cfg.kb == str(tmp_path / "kb")  # default, made absolute once for every task
+    assert cfg.kb == str(tmp_path / "kb")  # default, made absolute (under $AIRFLOW_HOME) once for every task
     options = cfg.ingest_options()
     assert (options.engine, options.preset, options.batch_pages) == ("cpu", "lightonocr2", 50)
     assert options.chunk.max_tokens == 256 and options.pdf.settle_seconds == 30.0
     assert resolve_run_config({}, variable, env).source == "/var/src"
     assert resolve_run_config({}, None, env).source == "/env/src"
-    assert resolve_run_config({}, None, {}).source == str(tmp_path / "landing")
+    assert resolve_run_config({}, None, {"AIRFLOW_HOME": str(tmp_path)}).source == str(tmp_path / "landing")
+
+
+def test_relative_paths_resolve_against_the_base_dir_then_airflow_home_never_the_working_folder(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    home, base = tmp_path / "airflow-home", tmp_path / "data"
+    params = {"source": "in/*.pdf", "kb": "kb"}
+    cfg = resolve_run_config(params, None, {"AIRFLOW_HOME": str(home)})
+    assert (cfg.source, cfg.kb) == (str(home / "in/*.pdf"), str(home / "kb"))
+    cfg = resolve_run_config(params, None, {"AIRFLOW_HOME": str(home), "CHANDRA_OCR_BASE_DIR": str(base)})
+    assert (cfg.source, cfg.kb) == (str(base / "in/*.pdf"), str(base / "kb"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    assert resolve_run_config({}, None, {}).kb == str(
+        tmp_path / "user" / "airflow" / "kb"
+    )  # Airflow's default
+
+
+def test_run_paths_are_checked_with_the_resolved_path_and_the_base_in_the_message(tmp_path):
+    env = {"AIRFLOW_HOME": str(tmp_path)}
+    cfg = resolve_run_config({}, None, env)
+    with pytest.raises(ConfigError) as missing:
+        check_run_paths(cfg, env)
+    message = str(missing.value)
+    assert f"source {tmp_path / 'landing'} does not exist" in message and str(tmp_path) in message
+    check_run_paths(cfg, env, source=False)  # the feed DAG reads no source; the KB folder can be made
+    (tmp_path / "landing").mkdir()
+    with pytest.raises(ConfigError, match="holds no PDF"):
+        check_run_paths(cfg, env)
+    (tmp_path / "landing" / "a.PDF").write_bytes(b"%PDF-1.4")
+    (tmp_path / "kb").write_text("not a folder")
+    with pytest.raises(ConfigError, match=f"kb {tmp_path / 'kb'} is a file"):
+        check_run_paths(cfg, env)
+    (tmp_path / "kb").unlink()
+    check_run_paths(cfg, env)
+    assert not (tmp_path / "kb").exists()  # checked, not created
 
 
 def test_run_config_round_trips_and_builds_discovery_filters():

@@ -21,3 +21,13 @@ def ingested_kb(tmp_path_factory, samples) -> IngestedKb:
     kb = tmp_path_factory.mktemp("kb")
     options = IngestOptions(engine="cpu", batch_pages=2, pdf=PdfOptions(settle_seconds=0, workers=2))
     return IngestedKb(kb, run(landing, kb, options))
+
+
+@pytest.fixture(scope="session")
+def one_document_kb(tmp_path_factory, samples) -> IngestedKb:
+    """The smallest knowledge base: one born-digital document, one run, every page ``ok``."""
+    landing = tmp_path_factory.mktemp("one-landing")
+    shutil.copyfile(samples / "report.pdf", landing / "report.pdf")
+    kb = tmp_path_factory.mktemp("one-kb")
+    options = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, workers=1))
+    return IngestedKb(kb, run(landing, kb, options))

@@ -69,7 +69,7 @@ def test_runs_stages_compression_and_paging_values_are_shown(ingested_kb, report
     ):
         assert int(compression[method][1]) == n
         assert compression[method][4] == f"{1 - after / before:.1%}"
-    paging = {r[0]: r[1] for r in _table_after(soup, "Paging values used")}
+    paging = {r[0]: r[1] for r in _table_after(soup, "Engine settings of each run")}
     assert paging["workers"] == "2" and "busy_s" in paging
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from chandra_ocr.report import write_report
-from chandra_ocr.report.charts import STATUS_COLOURS
+from chandra_ocr.report.charts import CHARTS, STATUS_COLOURS
 
 pytestmark = pytest.mark.slow
 
@@ -29,19 +30,43 @@ def _colour_pixels(image: Image.Image, hex_colour: str, tolerance: int = 12) -> 
     )
 
 
-def test_chromium_renders_the_report_with_its_charts(ingested_kb, tmp_path):
+def screenshot(html: Path, folder: Path, height: int = 2400) -> Path:
+    """``html`` as headless Chromium paints it in a window 1280 pixels wide and ``height`` high."""
     chromium = shutil.which("chromium")
     assert chromium, "Debian's chromium is not installed: run `make test` (scripts/system-deps.sh)"
-    files = write_report(ingested_kb.kb, tmp_path / "report")
-    shot = tmp_path / "screenshot.png"
+    shot = folder / "screenshot.png"
     subprocess.run(
-        [chromium, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,2400",
-         f"--screenshot={shot}", files.html.as_uri()],
+        [chromium, *FLAGS, f"--user-data-dir={folder / 'profile'}", f"--window-size=1280,{height}",
+         f"--screenshot={shot}", html.as_uri()],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
+    return shot
+
+
+def test_chromium_renders_the_report_with_its_charts(ingested_kb, tmp_path):
+    files = write_report(ingested_kb.kb, tmp_path / "report")
+    shot = screenshot(files.html, tmp_path)
     with Image.open(shot) as image:
         assert image.size == (1280, 2400)
         # The charts were decoded and painted: the bars of ingested documents / ok pages are there
         # in their colour, over an area no text or border would fill.
         assert _colour_pixels(image, STATUS_COLOURS["ingested"]) > 5_000
         assert len(image.convert("RGB").getcolors(maxcolors=1 << 22)) > 200
+
+
+def test_the_report_of_one_document_reads_as_a_person_sees_it(one_document_kb, tmp_path):
+    """One document, one run: the bars leave room, and the explanations under the charts are legible
+    (read back from the screenshot by Tesseract, as a reader would read them)."""
+    files = write_report(one_document_kb.kb, tmp_path / "report")
+    shot = screenshot(files.html, tmp_path, height=4200)
+    with Image.open(shot) as image:
+        green = _colour_pixels(image, STATUS_COLOURS["ingested"])
+    # One ingested document (one bar among three places) and one page group (one bar among four):
+    # bars that filled their charts (as before this test) painted about 300,000 pixels of that green.
+    assert 3_000 < green < 90_000
+    done = subprocess.run(["tesseract", str(shot), "-"], capture_output=True, text=True, timeout=300)
+    text = " ".join(done.stdout.split())
+    for chart in CHARTS.values():
+        assert chart.title in text
+    for phrase in ("failed-page budget", "named after the slash", "pages per second", "paging values"):
+        assert phrase in text, text[-3000:]

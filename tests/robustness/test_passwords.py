@@ -160,5 +160,5 @@ def test_the_cli_takes_a_passwords_file_and_prints_no_password(corpus: Path, tmp
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "{'ingested': 1}" in done.stdout
+    assert "documents: 1 ingested;" in done.stdout
     assert KNOWN[rel][0] not in done.stdout + done.stderr

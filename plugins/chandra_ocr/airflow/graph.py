@@ -34,11 +34,12 @@ TAGS = ["chandra_ocr"]
 def run_params(*, backfill: bool) -> dict[str, Param]:
     """The DAG-run Params; an empty value means: Variable ``chandra_ocr`` → environment → default."""
     empty = "empty: Variable chandra_ocr, else ${env}, else {default}"
+    relative = "; a relative path is taken under $CHANDRA_OCR_BASE_DIR, else $AIRFLOW_HOME"
     params = {
         "source": Param(None, type=["null", "string"], title="Source folder or glob",
-                        description=empty.format(env="CHANDRA_OCR_SOURCE", default="./landing")),
+                        description=empty.format(env="CHANDRA_OCR_SOURCE", default="./landing") + relative),
         "kb": Param(None, type=["null", "string"], title="Knowledge-base folder",
-                    description=empty.format(env="CHANDRA_OCR_KB", default="./kb")),
+                    description=empty.format(env="CHANDRA_OCR_KB", default="./kb") + relative),
         "engine": Param(None, type=["null", "string"], enum=[None, *ENGINE_KINDS],
                         description=empty.format(env="CHANDRA_OCR_ENGINE", default="auto")),
         "preset": Param(None, type=["null", "string"],
@@ -86,7 +87,7 @@ def ingest_dag(dag_id: str, settings: DagSettings, *, backfill: bool, doc_md: st
 def feed_dag(dag_id: str, settings: DagSettings, *, doc_md: str | None = None) -> DAG:
     """The vector-feed DAG: runs after every knowledge-base update and exports what changed."""
     with _dag(dag_id, settings, [KB_ASSET], run_params(backfill=False), doc_md) as dag:
-        config = PreflightOperator(task_id="preflight", pools=[settings.loader_pool])
+        config = PreflightOperator(task_id="preflight", pools=[settings.loader_pool], needs_source=False)
         exports = FeedExportOperator(task_id="export", config=config.output, pool=settings.loader_pool).output
         VectorIndexOperator(task_id="index", config=config.output, exports=exports)
     return dag

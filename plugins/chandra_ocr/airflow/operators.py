@@ -23,6 +23,7 @@ from chandra_ocr.airflow.settings import (
     POOLS_VARIABLE,
     VARIABLE,
     RunConfig,
+    check_run_paths,
     resolve_run_config,
 )
 from chandra_ocr.airflow.task_processes import allow_worker_processes
@@ -32,6 +33,7 @@ from chandra_ocr.manifest import Batch, pages_read, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine, resolve_kind
 from chandra_ocr.passwords import PasswordBook, parse_passwords
+from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan, watching, worker_pool
 from chandra_ocr.progress import Progress
 from chandra_ocr.store.duckdb_store import RunRecord, load_documents
@@ -40,20 +42,25 @@ log = logging.getLogger(__name__)
 
 
 class PreflightOperator(BaseOperator):
-    """Checks that the setup command created ``pools`` and resolves the run's settings → ``RunConfig`` dict.
+    """Checks that the setup command created ``pools``, resolves the run's settings and checks their
+    paths (the source holds PDFs, when ``needs_source``; the KB folder can be written) → ``RunConfig`` dict.
 
     Tasks cannot read pools in Airflow 3 (no database access, and the Task SDK's API has no pool
     endpoint), so the setup command records the pools it created in the Variable
     ``chandra_ocr_pools``, which this task reads; without it a task in a missing pool would wait
     in ``scheduled`` forever.
+
+    :param pools: the pools the DAG's tasks run in
+    :param needs_source: whether the run reads the source (the ingest DAGs; not the feed)
     """
 
     ui_color = "#e8f4fd"
 
-    def __init__(self, *, pools: Sequence[str], **kwargs: Any) -> None:
+    def __init__(self, *, pools: Sequence[str], needs_source: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("retries", 0)
         super().__init__(**kwargs)
         self.pools = list(pools)
+        self.needs_source = needs_source
 
     def execute(self, context: Context) -> dict[str, Any]:
         ready = Variable.get(POOLS_VARIABLE, default=None, deserialize_json=True) or {}
@@ -66,6 +73,7 @@ class PreflightOperator(BaseOperator):
             )
         variable = Variable.get(VARIABLE, default=None, deserialize_json=True)
         config = resolve_run_config(context["params"], variable, os.environ)
+        check_run_paths(config, os.environ, source=self.needs_source)
         log.info(
             "run settings: source=%s kb=%s engine=%s", config.source, config.kb, config.options["engine"]
         )
@@ -119,6 +127,10 @@ class DiscoverOperator(ConfiguredOperator):
         )  # fmt: skip
         for path, reason in discovery.refused:
             log.warning("refused %s: %s", path, reason)
+        how = f"settle_seconds 0 (Variable {VARIABLE!r} or $CHANDRA_OCR_SETTLE_SECONDS)"
+        note = recent_note(discovery.recent, options.pdf.settle_seconds, how)
+        if note:
+            log.warning(note)
         return [b.to_dict() for b in batches]
 
 

@@ -4,6 +4,8 @@ Two kinds: *DAG settings* shape the DAG itself (schedule, pools, queue, retries)
 from the environment when the DAG file is parsed; *run settings* (source, KB, engine, …) are
 resolved once per run, by the ``preflight`` task, in this order: the run's Param (when not
 empty) → the JSON Airflow Variable ``chandra_ocr`` → the environment variable → the default.
+Relative source and KB paths resolve against ``$CHANDRA_OCR_BASE_DIR``, else ``$AIRFLOW_HOME``
+(else ``~/airflow``, Airflow's own default), never against the working folder of a process.
 This module does not import Airflow; the tasks pass in the Params, the Variable and the environment.
 """
 
@@ -19,6 +21,8 @@ from typing import Any
 
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.pdf.discover import GLOB_CHARS
+from chandra_ocr.preflight import check_kb_folder, check_source
 from chandra_ocr.store.layout import KbLayout
 
 VARIABLE = "chandra_ocr"  # JSON Variable with run settings (keys as in RUN_ENV)
@@ -39,6 +43,7 @@ RUN_ENV = {
     "vllm_conn_id": "CHANDRA_OCR_VLLM_CONN_ID",
     "options": "CHANDRA_OCR_OPTIONS",
 }
+BASE_DIR_ENV = "CHANDRA_OCR_BASE_DIR"  # what relative source and KB paths resolve against
 RUN_DEFAULTS: dict[str, Any] = {
     "source": "./landing",
     "kb": "./kb",
@@ -140,9 +145,10 @@ def resolve_run_config(
         else:
             value[name] = RUN_DEFAULTS[name]
     options = _ingest_options(value, bool(params.get("reprocess")))
+    base = base_dir(environ)
     return RunConfig(
-        source=_absolute(value["source"]),
-        kb=_absolute(value["kb"]),
+        source=_absolute(value["source"], base),
+        kb=_absolute(value["kb"], base),
         vllm_conn_id=str(value["vllm_conn_id"]),
         options=options.to_dict(),
         modified_since=_iso(params.get("modified_since"), "modified_since"),
@@ -184,12 +190,36 @@ def _convert(name: str, raw: str, kind: type) -> Any:
         raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}: {e}") from e
 
 
-def _absolute(path: str) -> str:
-    """Folder paths are resolved once, so every task of a run (whatever its working directory) agrees."""
+def base_dir(environ: Mapping[str, str]) -> Path:
+    """Where relative paths resolve: $CHANDRA_OCR_BASE_DIR, else $AIRFLOW_HOME, else ~/airflow."""
+    return Path(environ.get(BASE_DIR_ENV) or environ.get("AIRFLOW_HOME") or "~/airflow").expanduser()
+
+
+def check_run_paths(config: RunConfig, environ: Mapping[str, str], *, source: bool = True) -> None:
+    """The run's source (when ``source``) holds PDFs and its KB folder can be written; raises ConfigError.
+
+    The message names the resolved path and the folder that relative settings resolve against.
+    """
+    where = (
+        f"; set the run's Param, the Variable {VARIABLE!r} or $CHANDRA_OCR_SOURCE / $CHANDRA_OCR_KB "
+        f"(relative paths resolve against {base_dir(environ)}: ${BASE_DIR_ENV}, else $AIRFLOW_HOME)"
+    )
+    try:
+        if source:
+            check_source(config.source)
+        check_kb_folder(config.kb, label="kb")
+    except ConfigError as e:
+        raise ConfigError(f"{e}{where}") from None
+
+
+def _absolute(path: str, base: Path) -> str:
+    """Folder paths are resolved once, against ``base``, so every task of a run agrees on them."""
     text = str(path)
-    if any(c in text for c in "*?["):  # a glob: keep it, anchored like a path
-        return text if Path(text).is_absolute() else str(Path.cwd() / text)
-    return str(Path(text).expanduser().resolve())
+    anchored = Path(text).expanduser()
+    anchored = anchored if anchored.is_absolute() else base / anchored
+    if GLOB_CHARS & set(text):  # a glob: keep it, anchored like a path
+        return str(anchored)
+    return str(anchored.resolve())
 
 
 def _epoch(iso: str) -> float:

@@ -7,7 +7,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from chandra_ocr.progress import Progress
 
 log = logging.getLogger(__name__)
 
-_GLOB_CHARS = frozenset("*?[")
+GLOB_CHARS = frozenset("*?[")  # a source with one of these is a glob pattern
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def discover(
     seen_files: set[str] = set()
     seen_ids: dict[str, str] = {}
     progress = Progress(f"discover {source}", 0, log)  # files hashed so far, every 10 s on a long walk
-    for path, refusal in _candidates(str(source)):
+    for path, refusal in candidates(str(source)):
         if limit is not None and len(result.new) >= limit:
             break
         if refusal is not None:
@@ -118,6 +118,18 @@ def _inspect(
     return SourceFile(path=path, doc_id=doc_id, bytes=stat.st_size, mtime=stat.st_mtime)
 
 
+def recent_note(recent: Sequence[str], settle_seconds: float, how: str, shown: int = 5) -> str | None:
+    """A line naming the first ``shown`` files skipped as still being written and ``how`` to take them."""
+    if not recent:
+        return None
+    names = ", ".join(Path(p).name for p in recent[:shown])
+    more = f" and {len(recent) - shown} more" if len(recent) > shown else ""
+    return (
+        f"{len(recent)} file(s) skipped as still being written (modified less than "
+        f"{settle_seconds:g} s ago): {names}{more}; a later run takes them, or this one with {how}"
+    )
+
+
 def file_sha256(path: str | Path, chunk_bytes: int = 1 << 20) -> str:
     """The sha256 hex digest of a file, read in chunks."""
     digest = hashlib.sha256()
@@ -127,9 +139,9 @@ def file_sha256(path: str | Path, chunk_bytes: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def _candidates(source: str) -> Iterator[tuple[str, str | None]]:
-    """(resolved path, None) for every candidate file, or (path as found, reason) for a refusal."""
-    if _GLOB_CHARS & set(source):
+def candidates(source: str) -> Iterator[tuple[str, str | None]]:
+    """(resolved path, None) for every candidate file, or (path as found, reason) for a refusal; lazy."""
+    if GLOB_CHARS & set(source):
         yield from _glob_candidates(source)
         return
     root = Path(source)
@@ -167,7 +179,7 @@ def _walk(folder: Path, root_real: Path, visited: set[str]) -> Iterator[tuple[st
 def _glob_candidates(pattern: str) -> Iterator[tuple[str, str | None]]:
     """Files matching ``pattern``, confined to the pattern's fixed leading folder."""
     parts = Path(pattern).parts
-    fixed = next(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
+    fixed = next(i for i, part in enumerate(parts) if GLOB_CHARS & set(part))
     root = Path(*parts[:fixed]) if fixed else Path(".")
     root_real = Path(os.path.realpath(root))
     for match in sorted(glob.glob(pattern, recursive=True)):

@@ -14,6 +14,7 @@ from chandra_ocr.store.duckdb_store import connect
 from chandra_ocr.store.layout import KbLayout
 
 STAGES = ("compress", "extract", "assemble", "load")
+DOCUMENT_STATUSES = ("ingested", "partial", "quarantined")
 # Run metrics that are the run's own accounting, not the engine's paging values.
 _RUN_KEYS = frozenset(
     {"seconds", "pages_per_s", "prompt_tokens", "output_tokens", "output_tokens_per_s", "batches",

@@ -10,6 +10,15 @@ from typing import Any
 from chandra_ocr.report.charts import CHARTS, MB
 from chandra_ocr.report.data import STAGES, ReportData
 
+ENGINE_VALUES_TITLE = "Engine settings of each run"
+ENGINE_VALUES_EXPLANATION = (
+    "What the OCR engine worked with in each of the latest runs, as it recorded it; useful when "
+    "comparing their speeds. For vLLM these are its paging values: how many pages it reads at once "
+    "(max_num_seqs, in_flight_pages), how many tokens it processes per step (max_num_batched_tokens) "
+    "and the size of its KV cache, the GPU memory that holds the pages being read (kv_cache_tokens). "
+    "For Tesseract (engine cpu): its parallel workers, pages read and seconds busy."
+)
+
 _CSS = """
 body { font-family: "DejaVu Sans", Arial, sans-serif; margin: 24px; color: #212121; max-width: 1200px; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; }
@@ -19,6 +28,7 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28
 section { display: grid; grid-template-columns: minmax(0, 700px) minmax(0, 1fr); gap: 16px;
           align-items: start; }
 img { width: 100%; max-width: 700px; border: 1px solid #e0e0e0; }
+p.explain { color: #424242; font-size: 13px; line-height: 1.45; max-width: 700px; margin: 6px 0 0 0; }
 table { border-collapse: collapse; font-size: 12px; margin-top: 6px; }
 th, td { border: 1px solid #e0e0e0; padding: 3px 7px; text-align: left; vertical-align: top; }
 th { background: #f5f5f5; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
@@ -47,7 +57,8 @@ def render_html(data: ReportData, charts: dict[str, bytes]) -> str:
             ["file", "pages", "OCR pages", "seconds", "s/page"],
             [(f, p, o, f"{s:.1f}", f"{s / max(p, 1):.2f}") for f, p, o, s in data.slowest],
         ),
-        "<h2>Paging values used</h2>" + _paging_table(data),
+        f"<h2>{ENGINE_VALUES_TITLE}</h2><p class='explain'>{_e(ENGINE_VALUES_EXPLANATION)}</p>"
+        + _paging_table(data),
     ]
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>chandra_ocr run report</title>"
@@ -56,11 +67,12 @@ def render_html(data: ReportData, charts: dict[str, bytes]) -> str:
 
 
 def _section(name: str, charts: dict[str, bytes], table: str) -> str:
-    title = CHARTS[name][0]
+    chart = CHARTS[name]
     image = base64.b64encode(charts[name]).decode("ascii")
     return (
-        f"<h2 id='{name}'>{_e(title)}</h2><section><img alt='{_e(title)}' "
-        f"src='data:image/png;base64,{image}'><div>{table}</div></section>"
+        f"<h2 id='{name}'>{_e(chart.title)}</h2><section><div><img alt='{_e(chart.title)}' "
+        f"src='data:image/png;base64,{image}'><p class='explain'>{_e(chart.explanation)}</p></div>"
+        f"<div>{table}</div></section>"
     )
 
 

@@ -76,7 +76,10 @@ def apply_outbox(
     finally:
         con.close()
     result = ApplyCounts(*totals, vectors)
-    log.info("vector index %s: %s", index_dir, result)
+    log.info(
+        "vector index %s: %d file(s) applied, %d upserts (%d embedded), %d deletes; %d vectors",
+        *(index_dir, result.files, result.upserts, result.embedded, result.deletes, result.vectors),
+    )
     return result
 
 

@@ -1,0 +1,108 @@
+"""Checks that need no work, run before any: the source, the knowledge-base folder, the engine, passwords.
+
+Each raises ConfigError with one line saying what is wrong, with which path or setting, and what
+to do. The CLI runs them before a run starts; the Airflow ``preflight`` task runs the path checks.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chandra_ocr.errors import ConfigError, EngineError
+from chandra_ocr.ocr.base import OcrEngine
+from chandra_ocr.passwords import load_passwords
+from chandra_ocr.pdf.discover import GLOB_CHARS, candidates
+from chandra_ocr.store.layout import KbLayout
+
+
+def check_source(source: str | Path) -> None:
+    """``source`` is a folder or glob in which discovery finds at least one file (it stops at the first)."""
+    text = str(source)
+    is_glob = bool(GLOB_CHARS & set(text))
+    path = Path(text)
+    if not is_glob and not path.exists():
+        raise ConfigError(
+            f"source {text} does not exist: give a folder of PDFs or a glob such as '/data/**/*.pdf'"
+        )
+    if not is_glob and not path.is_dir():
+        raise ConfigError(
+            f"source {text} is a file, not a folder: give the folder it is in, or a glob such as "
+            f"'{path.parent / '*.pdf'}'"
+        )
+    if not any(refusal is None for _, refusal in candidates(text)):
+        if is_glob:
+            raise ConfigError(f"source {text}: the pattern matches no file; check the folder and the pattern")
+        raise ConfigError(
+            f"source {text} holds no PDF file (*.pdf, searched recursively): put the PDFs there"
+        )
+
+
+def check_kb_folder(kb: str | Path, label: str = "--kb") -> KbLayout:
+    """``kb`` is a folder this process can write, or one it can create (nothing is created here).
+
+    ``label`` names the setting in the messages (the CLI's option, or the DAG's setting)."""
+    path = Path(kb)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{label} {kb} is a file, not a folder: give a folder for the knowledge base")
+    existing = next(p for p in (path, *path.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"{label} {kb}: {existing} is a file, so the folder cannot be created there")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "the knowledge-base folder" if existing == path else f"{existing}, where it would be created,"
+        raise ConfigError(f"{label} {kb}: {what} is not writable by this user: choose another folder")
+    layout = KbLayout(path)
+    if layout.duckdb_path.exists() and not layout.duckdb_path.is_file():
+        raise ConfigError(
+            f"{label} {kb}: {layout.duckdb_path} is not a file: remove it or choose another folder"
+        )
+    return layout
+
+
+def check_kb_exists(kb: str | Path) -> KbLayout:
+    """``kb`` holds a knowledge base (its ``kb.duckdb``); commands that only read it need one."""
+    layout = KbLayout(Path(kb))
+    if not layout.duckdb_path.is_file():
+        where = f"{kb} is a file" if Path(kb).is_file() else f"no knowledge base at {layout.duckdb_path}"
+        raise ConfigError(f"{where}: give the folder of a knowledge base, or make one with "
+                          f"`chandra-ingest run SOURCE --kb {kb}`")  # fmt: skip
+    return layout
+
+
+def check_passwords_file(path: str | None) -> None:
+    """The passwords file, when given, can be read and is a JSON object (its contents never shown)."""
+    if path is not None:
+        load_passwords(path)
+
+
+def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngine:
+    """The engine built from the options, checked as far as it can be without loading a model.
+
+    The cpu engine is started (Tesseract and its languages found), and so is the openai engine (its
+    server answers and serves the model); the vllm kind needs vLLM installed (its model loads when
+    the run starts).
+    """
+    from chandra_ocr.ocr.registry import build_engine, resolve_kind
+
+    resolved = resolve_kind(kind)
+    if resolved == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise ConfigError(
+            "--engine vllm needs vLLM (pip install vllm on a CUDA machine); "
+            "without a GPU use --engine cpu, or --engine openai with a vLLM server"
+        )
+    engine = build_engine(resolved, preset, options)
+    if resolved == "openai":
+        try:
+            engine.start()
+        except EngineError as e:
+            engine.close()
+            raise ConfigError(
+                f"--engine openai: {e}; start the server (`vllm serve MODEL`) or point "
+                '--engine-option base_url="http://HOST:PORT/v1" at it'
+            ) from None
+    elif resolved in ("text", "cpu"):
+        engine.start()
+    return engine
