@@ -193,7 +193,9 @@ def documents(kb: Path, corpus: Path) -> list[dict]:
                    count(p.page_no) FILTER (WHERE p.route = 'ocr'),
                    count(p.page_no) FILTER (WHERE p.status = 'fallback'),
                    count(p.page_no) FILTER (WHERE p.status = 'failed'),
-                   coalesce(sum(p.latency_ms) FILTER (WHERE p.route = 'ocr'), 0) / 1000.0
+                   coalesce(sum(p.latency_ms) FILTER (WHERE p.route = 'ocr'), 0) / 1000.0,
+                   count(p.page_no) FILTER (WHERE concat(p.error, p.fallback_reason) LIKE '%worker killed%'),
+                   count(p.page_no) FILTER (WHERE concat(p.error, p.fallback_reason) LIKE '%tesseract timed%')
             FROM documents d LEFT JOIN pages p USING (doc_id)
             GROUP BY ALL ORDER BY d.source_uri"""
         ).fetchall()
@@ -209,6 +211,8 @@ def documents(kb: Path, corpus: Path) -> list[dict]:
         "fallback_pages",
         "failed_pages",
         "ocr_s",
+        "pages_worker_killed",
+        "pages_tesseract_killed",
     )
     out = [dict(zip(keys, r, strict=True)) for r in rows]
     for d in out:
@@ -218,11 +222,11 @@ def documents(kb: Path, corpus: Path) -> list[dict]:
     return out
 
 
-# Soak limits: workers killed and replaced often (time limits of seconds), Tesseract pages cut at 15 s,
+# Soak limits: workers killed and replaced often (time limits of seconds), Tesseract pages cut at 5 s,
 # and a stall fails the run after 10 minutes instead of letting it wait.
 TIGHT = {
-    "pdf": {"page_timeout_s": 3.0, "doc_timeout_s": 15.0, "compress_timeout_s": 15.0},
-    "engine_options": {"timeout_s": 15.0},
+    "pdf": {"page_timeout_s": 1.0, "doc_timeout_s": 4.0, "compress_timeout_s": 5.0},
+    "engine_options": {"timeout_s": 5.0},
     "stall_timeout_s": 600.0,
 }
 SOAK_RUN_LIMIT_S = 1800  # wall-clock limit of one soak run (a default sweep takes ~4 min)
@@ -375,6 +379,8 @@ def _soak_verdict(n: int, code: int | None, seconds: float, report: dict | None)
         "pages": report["pages"],
         "outcomes": report["outcomes"],
         "documents_stopped_by_a_limit": limited,
+        "pages_whose_worker_was_killed": sum(d["pages_worker_killed"] for d in report["documents"]),
+        "pages_whose_tesseract_was_killed": sum(d["pages_tesseract_killed"] for d in report["documents"]),
         "pages_failed": sum(d["failed_pages"] for d in report["documents"]),
         "without_outcome": report["without_outcome"],
         "no_reason": report["no_reason"],
