@@ -47,9 +47,9 @@ OLMOCR_LIKE_PROMPT = (
 
 def shape_preset(shape: str, model: Path, output_tokens: int):
     """The production preset for ``shape`` pointed at the dummy folder, reading exactly ``output_tokens``."""
+    from chandra_ocr.document import RenderSpec
     from chandra_ocr.ocr.presets import Preset, Sampling, get_preset, parse_text_page, user_image_message
     from chandra_ocr.ocr.tuning import QWEN2_5_VL_7B
-    from chandra_ocr.pdf.render_spec import RenderSpec
 
     if shape == "qwen2_5_vl_7b":  # olmOCR-2 renders the longest side to 1288 px
         preset = Preset(

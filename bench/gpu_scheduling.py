@@ -82,7 +82,7 @@ def collect_requests(source: Path, n: int):
     """``n`` page requests from the PDFs under ``source``, cycling (doc ids made unique per cycle)."""
     import pymupdf
 
-    from chandra_ocr.ocr.base import PageRequest
+    from chandra_ocr.document import PageRequest
 
     base = []
     for path in sorted(source.glob("*.pdf")):
@@ -187,7 +187,7 @@ def from_images(engine, images):
 
 
 def fresh_requests(requests, with_images: bool = False):
-    from chandra_ocr.ocr.base import PageRequest
+    from chandra_ocr.document import PageRequest
 
     return [
         PageRequest(

@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from chandra_ocr.errors import ConfigError
 
-EngineKind = Literal["auto", "text", "cpu", "vllm", "openai"]
 ENGINE_KINDS: tuple[str, ...] = ("auto", "text", "cpu", "vllm", "openai")
 
 T = TypeVar("T")
@@ -33,7 +32,6 @@ class PdfOptions:
     compress_timeout_s: float = 120.0
     compress_min_image_pixels: int = 1_000_000  # only documents with an image this large are compressed
     ocr_dpi: int = 200  # render resolution for OCR pages (before the pixel cap)
-    max_pixels: int = 6_291_456  # never render an OCR page larger than this
     native_tables: bool = True  # find ruled tables on text pages (~30–300 ms per page with rules)
     min_text_chars: int = 40  # fewer extractable characters than this → OCR route
     max_bad_glyph_ratio: float = 0.3  # more replacement/unmapped glyphs than this → OCR route
@@ -45,8 +43,8 @@ class PdfOptions:
     passwords_file: str | None = None  # JSON {doc_id | path ending | file name: password} (passwords.py)
 
     def __post_init__(self) -> None:
-        if self.ocr_dpi < 72 or self.max_pixels < 100_000:
-            raise ConfigError("ocr_dpi must be ≥ 72 and max_pixels ≥ 100000")
+        if self.ocr_dpi < 72:
+            raise ConfigError("ocr_dpi must be ≥ 72")
         if self.workers < 1:
             raise ConfigError("workers must be ≥ 1")
 

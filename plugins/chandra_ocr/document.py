@@ -7,7 +7,10 @@ origin top-left, x to the right, y down — the space PyMuPDF reports for words 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 BBoxPt = tuple[float, float, float, float]
 """(x0, y0, x1, y1) in PDF points, origin top-left, rotation applied."""
@@ -145,3 +148,66 @@ class Chunk:
     page_start: int
     page_end: int
     bboxes: tuple[tuple[int, float, float, float, float], ...]  # (page_no, x0, y0, x1, y1)
+
+
+# -- what travels between the stages besides the document itself ---------------------------------
+
+
+@dataclass(frozen=True)
+class RenderSpec:
+    """Render budget for one model (or the CPU engine).
+
+    The page is rendered at ``dpi``, then scaled so that the short side is at least
+    ``min_short_side`` px, the longest side at most ``longest_edge`` px and the area at most
+    ``max_pixels``; finally both sides are rounded down to a multiple of ``multiple_of``.
+    """
+
+    dpi: int = 200
+    max_pixels: int = 6_291_456
+    min_short_side: int = 0
+    longest_edge: int | None = None
+    multiple_of: int = 1
+
+
+@dataclass
+class PageRequest:
+    """One page to read. ``image`` is the rendered page (OCR engines); the text engine reads the PDF."""
+
+    doc_id: str
+    page_no: int  # 1-based
+    pdf_path: str
+    width_pt: float  # displayed page size (rotation applied)
+    height_pt: float
+    image: Image.Image | None = None
+
+
+@dataclass
+class PageResult:
+    """What an engine made of one page, with its accounting.
+
+    ``status`` is ``ok`` only for a valid result (finished with ``stop`` and parsed);
+    ``failed`` results carry ``error`` and are handed to the fallback chain by the caller.
+    """
+
+    doc_id: str
+    page_no: int
+    engine: str
+    model: str | None
+    status: Literal["ok", "failed"]
+    text: str = ""
+    blocks: list[Block] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ParsedPage:
+    """Blocks and tables parsed from one page of model output, bboxes in PDF points."""
+
+    blocks: list[Block]
+    tables: list[Table]

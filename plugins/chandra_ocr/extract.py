@@ -20,11 +20,11 @@ from datetime import UTC, datetime
 
 from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.config import IngestOptions, PdfOptions
-from chandra_ocr.document import Page
+from chandra_ocr.document import Page, PageRequest
 from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
 from chandra_ocr.fallback import RENDER_FAILED, FailedPage, ocr_page, run_fallbacks
 from chandra_ocr.manifest import Batch, DocRef
-from chandra_ocr.ocr.base import OcrEngine, PageRequest
+from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.passwords import PasswordBook, load_passwords
 from chandra_ocr.pdf.triage import DocumentTriage, PageTriage, triage_document
 from chandra_ocr.pdf.workers import PdfWorkers

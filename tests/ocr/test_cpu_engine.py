@@ -15,8 +15,9 @@ from metrics import order_similarity, word_f1
 from PIL import Image
 
 from chandra_ocr.config import from_mapping
+from chandra_ocr.document import PageRequest, PageResult
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.ocr.base import OcrEngine, PageRequest, PageResult
+from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.cpu_engine import CpuEngine, CpuOptions
 from chandra_ocr.ocr.tesseract_tsv import mean_confidence, parse_tsv, words_to_blocks
 from chandra_ocr.pdf.render import render_page

@@ -14,12 +14,12 @@ import pytest
 from PIL import Image
 
 import chandra_ocr
+from chandra_ocr.document import ParsedPage, RenderSpec
 from chandra_ocr.errors import ConfigError, ParseError
 from chandra_ocr.ocr.presets import (
     CHANDRA2,
     LIGHTONOCR2,
     PRESETS,
-    ParsedPage,
     Preset,
     Sampling,
     get_preset,
@@ -29,7 +29,6 @@ from chandra_ocr.ocr.presets import (
 )
 from chandra_ocr.ocr.tuning import QWEN2_5_VL_7B
 from chandra_ocr.pdf.render import target_size
-from chandra_ocr.pdf.render_spec import RenderSpec
 
 with warnings.catch_warnings():  # chandra's Settings class trips a pydantic deprecation
     warnings.simplefilter("ignore", DeprecationWarning)

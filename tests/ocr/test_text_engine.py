@@ -8,7 +8,8 @@ import pymupdf
 import pytest
 from metrics import word_f1
 
-from chandra_ocr.ocr.base import OcrEngine, PageRequest
+from chandra_ocr.document import PageRequest
+from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.text_engine import TextEngine
 
 pytestmark = pytest.mark.corpus

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chandra_ocr.document import ParsedPage
 from chandra_ocr.errors import ParseError
-from chandra_ocr.ocr.presets import ParsedPage
 from chandra_ocr.parse.chandra_html import parse_chandra_html
 from chandra_ocr.parse.markdown import parse_markdown, parse_plain_text
 from chandra_ocr.parse.tables import grid, table_from_html, table_from_markdown

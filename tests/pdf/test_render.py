@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chandra_ocr.document import RenderSpec
 from chandra_ocr.errors import BadDocumentError
 from chandra_ocr.pdf.render import render_page, target_size
-from chandra_ocr.pdf.render_spec import RenderSpec
 
 
 @st.composite

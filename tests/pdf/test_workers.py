@@ -12,10 +12,9 @@ import pymupdf
 import pytest
 
 from chandra_ocr.config import PdfOptions
+from chandra_ocr.document import PageRequest, RenderSpec
 from chandra_ocr.errors import BadDocumentError, StageTimeoutError
-from chandra_ocr.ocr.base import PageRequest
 from chandra_ocr.pdf.render import target_size
-from chandra_ocr.pdf.render_spec import RenderSpec
 from chandra_ocr.pdf.triage import triage_document
 from chandra_ocr.pdf.workers import PdfWorkers
 

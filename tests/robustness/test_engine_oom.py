@@ -16,11 +16,9 @@ from pathlib import Path
 import pytest
 
 from chandra_ocr.config import IngestOptions, PdfOptions
-from chandra_ocr.document import Block
+from chandra_ocr.document import Block, PageRequest, PageResult, RenderSpec
 from chandra_ocr.errors import EngineOutOfMemoryError
 from chandra_ocr.extract import engine_key, extract_batch
-from chandra_ocr.ocr.base import PageRequest, PageResult
-from chandra_ocr.pdf.render_spec import RenderSpec
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.pipeline import discover_new, plan
 from chandra_ocr.store import checkpoints

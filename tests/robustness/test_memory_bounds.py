@@ -8,10 +8,9 @@ from concurrent.futures import Future
 
 import pymupdf
 
+from chandra_ocr.document import PageRequest, RenderSpec
 from chandra_ocr.extract import _window
-from chandra_ocr.ocr.base import PageRequest
 from chandra_ocr.ocr.cpu_engine import CpuEngine, CpuOptions
-from chandra_ocr.pdf.render_spec import RenderSpec
 from chandra_ocr.pdf.workers import PdfWorkers
 
 

@@ -24,8 +24,8 @@ from PIL import Image, ImageDraw
 from processes import pipe_inodes
 
 from chandra_ocr.config import IngestOptions, PdfOptions
+from chandra_ocr.document import PageRequest
 from chandra_ocr.errors import StageTimeoutError, StallError
-from chandra_ocr.ocr.base import PageRequest
 from chandra_ocr.ocr.cpu_engine import CpuEngine, CpuOptions
 from chandra_ocr.pipeline import worker_pool
 from chandra_ocr.progress import Progress

@@ -14,7 +14,7 @@ from tiny_model import cached_tiny_idefics3
 from tiny_preset import PAGES, page_requests, rendered, tiny_preset
 from vllm_server import KV_CACHE_GIB, VllmServer
 
-from chandra_ocr.ocr.base import PageRequest
+from chandra_ocr.document import PageRequest
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "vlm"

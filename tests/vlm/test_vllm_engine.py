@@ -12,7 +12,8 @@ import logging
 import pytest
 from vlm_checks import FINISH_REASONS, CountingFeed, attempt_log, fresh
 
-from chandra_ocr.ocr.base import OcrEngine, PageRequest
+from chandra_ocr.document import PageRequest
+from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.presets import Sampling
 
 pytestmark = [pytest.mark.vllm, pytest.mark.corpus, pytest.mark.slow]

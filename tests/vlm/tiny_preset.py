@@ -8,13 +8,11 @@ from pathlib import Path
 import pymupdf
 from tiny_model import PAGE_EDGE
 
-from chandra_ocr.document import Block
+from chandra_ocr.document import Block, PageRequest, ParsedPage, RenderSpec
 from chandra_ocr.errors import ParseError
-from chandra_ocr.ocr.base import PageRequest
-from chandra_ocr.ocr.presets import ParsedPage, Preset, Sampling, user_image_message
+from chandra_ocr.ocr.presets import Preset, Sampling, user_image_message
 from chandra_ocr.ocr.tuning import ModelDims
 from chandra_ocr.pdf.render import render_page
-from chandra_ocr.pdf.render_spec import RenderSpec
 
 # (corpus path, pages): born-digital pages of several sizes, landscape and portrait scans and two
 # small scans, so prompts differ in tile count — 18 pages.

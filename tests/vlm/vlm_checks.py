@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tiny_preset import with_image
 
-from chandra_ocr.ocr.base import PageRequest
+from chandra_ocr.document import PageRequest
 
 FINISH_REASONS = {"stop", "length", "repetition"}
 

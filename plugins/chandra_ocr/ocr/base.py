@@ -8,50 +8,9 @@ requests by ``(doc_id, page_no)``. Heavy imports (vllm, torch) happen in ``start
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from chandra_ocr.document import Block, Table
-from chandra_ocr.pdf.render_spec import RenderSpec
-
-if TYPE_CHECKING:
-    from PIL import Image
-
-
-@dataclass
-class PageRequest:
-    """One page to read. ``image`` is the rendered page (OCR engines); the text engine reads the PDF."""
-
-    doc_id: str
-    page_no: int  # 1-based
-    pdf_path: str
-    width_pt: float  # displayed page size (rotation applied)
-    height_pt: float
-    image: Image.Image | None = None
-
-
-@dataclass
-class PageResult:
-    """What an engine made of one page, with its accounting.
-
-    ``status`` is ``ok`` only for a valid result (finished with ``stop`` and parsed);
-    ``failed`` results carry ``error`` and are handed to the fallback chain by the caller.
-    """
-
-    doc_id: str
-    page_no: int
-    engine: str
-    model: str | None
-    status: Literal["ok", "failed"]
-    text: str = ""
-    blocks: list[Block] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-    finish_reason: str | None = None
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float = 0.0
-    attempts: int = 1
-    error: str | None = None
+from chandra_ocr.document import PageRequest, PageResult, RenderSpec
 
 
 @runtime_checkable

@@ -20,10 +20,9 @@ from dataclasses import dataclass, replace
 
 from PIL import Image
 
+from chandra_ocr.document import PageRequest, PageResult, RenderSpec
 from chandra_ocr.errors import ConfigError, EngineError, StageTimeoutError
-from chandra_ocr.ocr.base import PageRequest, PageResult
 from chandra_ocr.ocr.tesseract_tsv import Word, mean_confidence, parse_tsv, words_to_blocks
-from chandra_ocr.pdf.render_spec import RenderSpec
 from chandra_ocr.watchdog import WATCHDOG
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ import queue
 import threading
 from collections.abc import Iterable
 
-from chandra_ocr.ocr.base import PageRequest
+from chandra_ocr.document import PageRequest
 
 _WAKE_S = 5.0  # a blocking get returns None after this long (the caller's loop goes round again)
 

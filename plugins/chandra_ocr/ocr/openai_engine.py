@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chandra_ocr.document import PageRequest, PageResult
 from chandra_ocr.errors import ConfigError, EngineError
-from chandra_ocr.ocr.base import PageRequest, PageResult
 from chandra_ocr.ocr.presets import Preset
 from chandra_ocr.ocr.validity import (
     DEFAULT_REPETITION_DETECTION,

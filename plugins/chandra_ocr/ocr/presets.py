@@ -16,21 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from chandra.prompts import OCR_LAYOUT_PROMPT
 
-from chandra_ocr.document import Block, Table
+from chandra_ocr.document import ParsedPage, RenderSpec
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.tuning import CHANDRA_OCR_2, LIGHTONOCR_2_1B, ModelDims, PagingPlan, plan_paging
-from chandra_ocr.pdf.render_spec import RenderSpec
 
 if TYPE_CHECKING:
     from PIL import Image
-
-
-@dataclass(frozen=True)
-class ParsedPage:
-    """Blocks and tables parsed from one page of model output, bboxes in PDF points."""
-
-    blocks: list[Block]
-    tables: list[Table]
 
 
 @dataclass(frozen=True)
@@ -77,7 +68,7 @@ def user_image_message(image: Image.Image, *, prompt: str | None = None) -> list
     return [{"role": "user", "content": content}]
 
 
-# Parsers are imported when first used: the parse modules import ParsedPage from here.
+# Parsers are imported when first used (the parse modules import MuPDF-free but sizeable code).
 def parse_chandra_layout(raw: str, width_pt: float, height_pt: float) -> ParsedPage:
     """Chandra layout HTML → ParsedPage (see ``chandra_ocr.parse.chandra_html``)."""
     from chandra_ocr.parse.chandra_html import parse_chandra_html

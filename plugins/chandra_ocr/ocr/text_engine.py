@@ -8,9 +8,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import pymupdf
 
+from chandra_ocr.document import PageRequest, PageResult, RenderSpec
 from chandra_ocr.errors import BadDocumentError
-from chandra_ocr.ocr.base import PageRequest, PageResult
-from chandra_ocr.pdf.render_spec import RenderSpec
 from chandra_ocr.pdf.text_layer import read_page
 from chandra_ocr.pdf.triage import open_pdf
 

@@ -115,8 +115,6 @@ QWEN2_5_VL_7B = ModelDims(
     pixels_per_image_token=28 * 28,
 )
 
-MODEL_DIMS: dict[str, ModelDims] = {d.name: d for d in (CHANDRA_OCR_2, LIGHTONOCR_2_1B, QWEN2_5_VL_7B)}
-
 
 @dataclass(frozen=True)
 class PagingPlan:

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chandra_ocr.document import PageRequest, PageResult, ParsedPage
 from chandra_ocr.errors import ParseError
-from chandra_ocr.ocr.base import PageRequest, PageResult
-from chandra_ocr.ocr.presets import ParsedPage, Preset, Sampling
+from chandra_ocr.ocr.presets import Preset, Sampling
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chandra_ocr.document import PageRequest, PageResult
 from chandra_ocr.errors import ConfigError, EngineError, EngineOutOfMemoryError
-from chandra_ocr.ocr.base import PageRequest, PageResult
 from chandra_ocr.ocr.feeder import Feeder
 from chandra_ocr.ocr.presets import Preset, plan_for_preset
 from chandra_ocr.ocr.tuning import PagingPlan, detect_gpu_memory

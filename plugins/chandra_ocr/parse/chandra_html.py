@@ -13,9 +13,8 @@ import dataclasses
 import math
 import re
 
-from chandra_ocr.document import BBoxPt, Block, Table
+from chandra_ocr.document import BBoxPt, Block, ParsedPage, Table
 from chandra_ocr.errors import ParseError
-from chandra_ocr.ocr.presets import ParsedPage
 from chandra_ocr.parse.html_text import Tag, first_heading_level, html_to_text, iter_tokens
 from chandra_ocr.parse.tables import table_from_html
 

@@ -12,9 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chandra_ocr.document import Block, Table
+from chandra_ocr.document import Block, ParsedPage, Table
 from chandra_ocr.errors import ParseError
-from chandra_ocr.ocr.presets import ParsedPage
 from chandra_ocr.parse.html_text import html_to_text
 from chandra_ocr.parse.tables import table_from_html, table_from_markdown
 

@@ -7,8 +7,8 @@ import math
 import pymupdf
 from PIL import Image
 
+from chandra_ocr.document import RenderSpec
 from chandra_ocr.errors import BadDocumentError
-from chandra_ocr.pdf.render_spec import RenderSpec
 from chandra_ocr.pdf.triage import open_pdf
 
 _EPS = 1e-6  # float slack so that e.g. 612 pt at 200 dpi is 1700 px, not 1699

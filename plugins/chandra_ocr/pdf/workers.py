@@ -39,10 +39,9 @@ import pebble
 import pymupdf
 from PIL import Image
 
+from chandra_ocr.document import PageRequest, RenderSpec
 from chandra_ocr.errors import BadDocumentError, ChandraOcrError, ConfigError, StageTimeoutError
-from chandra_ocr.ocr.base import PageRequest
 from chandra_ocr.pdf.render import render_page
-from chandra_ocr.pdf.render_spec import RenderSpec
 from chandra_ocr.watchdog import WATCHDOG
 
 log = logging.getLogger(__name__)
