@@ -67,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=JSON",
         help="engine option, e.g. max_attempts=3 (repeatable)",
     )
+    run.add_argument(
+        "--fallback-option",
+        action="append",
+        default=[],
+        metavar="KIND:KEY=JSON",
+        help="option of a fallback engine, e.g. cpu:lang=eng+deu for Tesseract's languages (repeatable)",
+    )
 
     status = add("status", "documents and pages by status")
     status.add_argument("--kb", required=True)
@@ -109,6 +116,16 @@ def _vector_parsers(add) -> None:
     search.add_argument("--index", help="vector index folder (default: KB/vector)")
 
 
+def _fallback_options(items: list[str]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for item in items:
+        kind, sep, pair = item.partition(":")
+        if not sep:
+            raise ConfigError(f"--fallback-option {item!r}: write KIND:KEY=VALUE, e.g. cpu:lang=eng+deu")
+        out.setdefault(kind, {}).update(_engine_options([pair]))
+    return out
+
+
 def _engine_options(pairs: list[str]) -> dict:
     out = {}
     for pair in pairs:
@@ -135,12 +152,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
             passwords_file=args.passwords_file,
         ),
         engine_options=_engine_options(args.engine_option),
+        fallback_options=_fallback_options(args.fallback_option),
     )
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be ≥ 1, got {args.limit}")
     layout = preflight.check_kb_folder(args.kb)
     preflight.check_source(args.source)
     preflight.check_passwords_file(args.passwords_file)
+    preflight.check_fallbacks(options)
     engine = preflight.ready_engine(options.engine, options.preset, options.engine_options)
     try:
         summary = run(args.source, args.kb, options, engine, limit=args.limit)

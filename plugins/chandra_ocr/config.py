@@ -73,6 +73,10 @@ class IngestOptions:
     pdf: PdfOptions = field(default_factory=PdfOptions)
     chunk: ChunkOptions = field(default_factory=ChunkOptions)
     engine_options: Mapping[str, Any] = field(default_factory=dict)  # passed to the engine's own options
+    # Engines that read, in this order, a page the engine could not read validly (fallback.py).
+    fallbacks: tuple[str, ...] = ("text", "cpu")
+    # Options per fallback engine kind, e.g. {"cpu": {"lang": "eng+deu"}} (Tesseract's languages).
+    fallback_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Nothing (no page, no document) finished for this long → the batch fails naming the stage and
     # what it waits on; a warning is logged after a sixth of it (watchdog.py).
     stall_timeout_s: float = 1800.0
@@ -84,6 +88,10 @@ class IngestOptions:
             raise ConfigError("failed_page_budget must be within [0, 1]")
         if self.batch_pages < 1:
             raise ConfigError("batch_pages must be ≥ 1")
+        unknown = [k for k in (*self.fallbacks, *self.fallback_options) if k not in ("text", "cpu")]
+        if unknown:
+            raise ConfigError(f"fallbacks can be the text and cpu engines, got {unknown}")
+        object.__setattr__(self, "fallbacks", tuple(self.fallbacks))
         pdf = self.pdf
         longest = max(pdf.doc_timeout_s, pdf.page_timeout_s, pdf.compress_timeout_s + 30)
         if self.stall_timeout_s <= longest:
@@ -104,4 +112,8 @@ class IngestOptions:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values (JSON-serialisable), the inverse of ``from_dict``."""
-        return dataclasses.asdict(self) | {"engine_options": dict(self.engine_options)}
+        return dataclasses.asdict(self) | {
+            "engine_options": dict(self.engine_options),
+            "fallbacks": list(self.fallbacks),
+            "fallback_options": {k: dict(v) for k, v in self.fallback_options.items()},
+        }

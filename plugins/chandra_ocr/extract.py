@@ -207,7 +207,7 @@ def _triage_all(
     passwords: dict[str, str],
     finish: Finish | None,
 ) -> list[_Pending]:
-    force = "text" if engine.name == "text" else None
+    force = None if engine.reads_images else "text"
     done: dict[str, dict] = {}  # records checkpointed under this key by an earlier attempt
     todo: list[DocRef] = []
     for doc in batch.docs:

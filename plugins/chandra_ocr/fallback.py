@@ -1,4 +1,5 @@
-"""The extract stage's fallback chain: the text layer, then the CPU engine, else a ``failed`` page record.
+"""The extract stage's fallback chain (``IngestOptions.fallbacks``, by default the text layer, then the
+CPU engine, each with its ``fallback_options``), else a ``failed`` page record.
 
 Every page the primary engine could not read validly comes here. The text layer is tried
 only where triage found text; the CPU engine gets its pages rendered in the PDF workers (time
@@ -80,19 +81,18 @@ def run_fallbacks(
     """Checkpoint every page of ``failed``: as ``fallback`` when an engine of the chain reads it, else
     as ``failed``. ``passwords``: doc_id → password of encrypted documents."""
     from chandra_ocr.ocr.registry import build_engine
-    from chandra_ocr.ocr.text_engine import TextEngine
 
     left = list(failed)
-    for kind in ("text", "cpu"):
+    for kind in options.fallbacks:
         if not left or kind == primary.name:
             continue
         try:
-            engine = TextEngine(passwords) if kind == "text" else build_engine(kind, options.preset)
+            engine = build_engine(kind, options.preset, options.fallback_options.get(kind), passwords)
             engine.start()
         except ConfigError as e:
             log.warning("fallback engine %s unavailable: %s", kind, e)
             continue
-        if kind == "text":
+        if not engine.reads_images:
             todo = [f for f in left if f.triage.n_chars > 0]
             requests: Iterable[PageRequest] = [f.request() for f in todo]
         else:
@@ -136,7 +136,7 @@ def _read(
     done = set()
     for result in engine.run(requests):
         failure = todo[(result.doc_id, result.page_no)]
-        if result.status != "ok" or (engine.name == "text" and not result.blocks):
+        if result.status != "ok" or (not engine.reads_images and not result.blocks):
             continue
         page = ocr_page(failure.triage, result, status="fallback", reason=failure.reason)
         if failure.result is not None:

@@ -24,7 +24,7 @@ from chandra_ocr.errors import BadDocumentError, StageTimeoutError, StoreError
 from chandra_ocr.extract import checkpoint_key, extract_batch
 from chandra_ocr.manifest import Batch, DocRef, pages_read, plan_batches, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.ocr.registry import build_engine
+from chandra_ocr.ocr.registry import build_engine, reads_images
 from chandra_ocr.pdf.compress import compress_pdf
 from chandra_ocr.pdf.discover import Discovery, discover
 from chandra_ocr.pdf.workers import PdfWorkers
@@ -121,7 +121,7 @@ def compress_batch(
         "timeout_s": pdf.compress_timeout_s,
         "min_image_pixels": pdf.compress_min_image_pixels,
     }
-    if not pdf.compress or options.engine == "text":
+    if not pdf.compress or not reads_images(options.engine):
         results = iter([None] * len(args))
     elif workers is None:
         results = (compress_pdf(src, dst, **kwargs) for src, dst in args)

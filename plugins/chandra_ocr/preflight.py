@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError, EngineError
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.passwords import load_passwords
@@ -76,6 +77,22 @@ def check_passwords_file(path: str | None) -> None:
     """The passwords file, when given, can be read and is a JSON object (its contents never shown)."""
     if path is not None:
         load_passwords(path)
+
+
+def check_fallbacks(options: IngestOptions) -> None:
+    """Each fallback engine can be built from its ``fallback_options``, and one that has options is
+    started too (e.g. Tesseract's languages found): a bad setting fails here, not at the first page
+    that needs the fallback. A default fallback that is missing (no Tesseract) is only skipped."""
+    from chandra_ocr.ocr.registry import build_engine
+
+    for kind in options.fallbacks:
+        try:
+            engine = build_engine(kind, options.preset, options.fallback_options.get(kind))
+            if kind in options.fallback_options:
+                engine.start()
+                engine.close()
+        except ConfigError as e:
+            raise ConfigError(f"fallback_options[{kind!r}]: {e}") from None
 
 
 def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngine:

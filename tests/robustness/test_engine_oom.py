@@ -36,6 +36,7 @@ class OutOfMemoryAboveBudget:
     name = "vllm"
     model = "oom-stand-in"
     threads = True
+    reads_images = True
     render_spec = RenderSpec(dpi=72, max_pixels=500_000)
 
     def __init__(self, in_flight_pages: int, fits: int, warm: int = 3) -> None:

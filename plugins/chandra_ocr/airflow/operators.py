@@ -35,6 +35,7 @@ from chandra_ocr.ocr.registry import build_engine, resolve_kind
 from chandra_ocr.passwords import PasswordBook, parse_passwords
 from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan, watching, worker_pool
+from chandra_ocr.preflight import check_fallbacks
 from chandra_ocr.progress import Progress
 from chandra_ocr.store.duckdb_store import RunRecord, load_documents
 
@@ -74,6 +75,7 @@ class PreflightOperator(BaseOperator):
         variable = Variable.get(VARIABLE, default=None, deserialize_json=True)
         config = resolve_run_config(context["params"], variable, os.environ)
         check_run_paths(config, os.environ, source=self.needs_source)
+        check_fallbacks(config.ingest_options())
         log.info(
             "run settings: source=%s kb=%s engine=%s", config.source, config.kb, config.options["engine"]
         )

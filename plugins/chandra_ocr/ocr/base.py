@@ -22,6 +22,9 @@ class OcrEngine(Protocol):
     # True when ``run`` drives threads in this process that create file descriptors (subprocess
     # pipes, sockets): PDF workers must then come from a forkserver, never a fork of this process.
     threads: bool
+    # False for an engine that reads the PDF's own text layer (text): every page then takes the text
+    # route, nothing is rendered or compressed, and a page it finds no text on is not read.
+    reads_images: bool
     render_spec: RenderSpec  # how OCR-route pages are rendered for this engine
     # Rendered pages the caller keeps queued or in flight (the budget an out-of-memory error halves);
     # None until ``start`` has sized it (vLLM), or for an engine that reads no images (text).

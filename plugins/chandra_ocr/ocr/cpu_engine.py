@@ -66,6 +66,7 @@ class CpuEngine:
 
     name = "cpu"
     threads = True  # threads that spawn tesseract processes (their pipes)
+    reads_images = True
 
     def __init__(self, options: CpuOptions | None = None) -> None:
         self.options = options or CpuOptions()

@@ -76,6 +76,7 @@ class OpenAIEngine:
 
     name = "openai"
     threads = True  # an event-loop thread with HTTP sockets
+    reads_images = True
 
     def __init__(self, preset: Preset, options: ServerOptions | None = None) -> None:
         self.preset = preset

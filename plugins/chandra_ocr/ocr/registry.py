@@ -22,14 +22,28 @@ def resolve_kind(kind: str) -> str:
     return "vllm" if torch.cuda.is_available() else "cpu"
 
 
-def build_engine(kind: str, preset: str, options: Mapping[str, Any] | None = None) -> OcrEngine:
-    """The engine for the OCR route: ``text`` | ``cpu`` | ``vllm`` | ``openai`` | ``auto``."""
+def reads_images(kind: str) -> bool:
+    """Whether the engine of ``kind`` reads rendered pages (every kind but ``text``)."""
+    return resolve_kind(kind) != "text"
+
+
+def build_engine(
+    kind: str,
+    preset: str,
+    options: Mapping[str, Any] | None = None,
+    passwords: Mapping[str, str] | None = None,
+) -> OcrEngine:
+    """The engine for the OCR route: ``text`` | ``cpu`` | ``vllm`` | ``openai`` | ``auto``.
+
+    ``passwords`` (doc_id → password) is for the text engine, which opens the PDFs itself."""
     options = dict(options or {})
     kind = resolve_kind(kind)
     if kind == "text":
         from chandra_ocr.ocr.text_engine import TextEngine
 
-        return TextEngine()
+        if options:
+            raise ConfigError(f"the text engine takes no options, got {sorted(options)}")
+        return TextEngine(passwords)
     if kind == "cpu":
         from chandra_ocr.ocr.cpu_engine import CpuEngine, CpuOptions
 

@@ -26,6 +26,7 @@ class TextEngine:
 
     name = "text"
     threads = False  # reads in the calling thread
+    reads_images = False
     render_spec = RenderSpec()  # unused: no page is rendered
     in_flight_pages: int | None = None
     model: str | None = None

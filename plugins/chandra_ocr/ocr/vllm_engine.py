@@ -81,6 +81,7 @@ class VllmEngine:
 
     name = "vllm"
     threads = True  # vLLM's own threads and sockets to its engine process
+    reads_images = True
 
     def __init__(self, preset: Preset, options: VllmOptions | None = None) -> None:
         self.preset = preset
