@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from chandra_ocr.config import IngestOptions
-from chandra_ocr.document import Page, PageRequest, PageResult, RenderSpec
+from chandra_ocr.document import Page, PageRequest, PageResult, PageStatus, RenderSpec
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.triage import PageTriage
@@ -46,7 +46,9 @@ class FailedPage:
         return PageRequest(self.doc_id, pt.page_no, self.pdf_path, pt.width_pt, pt.height_pt)
 
 
-def ocr_page(pt: PageTriage, result: PageResult, status: str = "ok", reason: str | None = None) -> Page:
+def ocr_page(
+    pt: PageTriage, result: PageResult, status: PageStatus = "ok", reason: str | None = None
+) -> Page:
     """The OCR-route page record of an engine result."""
     return Page(
         pt.page_no,

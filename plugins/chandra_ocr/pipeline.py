@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,7 +25,7 @@ from chandra_ocr.extract import checkpoint_key, extract_batch
 from chandra_ocr.manifest import Batch, DocRef, pages_read, plan_batches, run_metrics
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine, reads_images
-from chandra_ocr.pdf.compress import compress_pdf
+from chandra_ocr.pdf.compress import CompressResult, compress_pdf
 from chandra_ocr.pdf.discover import Discovery, discover
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
@@ -116,25 +116,26 @@ def compress_batch(
     progress = Progress(f"compress {batch.batch_id}", _pages(batch), log, total_docs=len(batch.docs))
     pdf = options.pdf
     args = [(Path(d.source), layout.compressed_pdf(d.doc_id)) for d in batch.docs]
-    kwargs = {
-        "min_dpi": pdf.ocr_dpi,
-        "timeout_s": pdf.compress_timeout_s,
-        "min_image_pixels": pdf.compress_min_image_pixels,
-    }
+    job = partial(
+        compress_pdf,
+        min_dpi=pdf.ocr_dpi,
+        timeout_s=pdf.compress_timeout_s,
+        min_image_pixels=pdf.compress_min_image_pixels,
+    )
+    results: Iterator[CompressResult | None]
     if not pdf.compress or not reads_images(options.engine):
         results = iter([None] * len(args))
     elif workers is None:
-        results = (compress_pdf(src, dst, **kwargs) for src, dst in args)
+        results = (job(src, dst) for src, dst in args)
     else:
-        job = partial(compress_pdf, **kwargs)
         sizes = [d.n_pages for d in batch.docs]
         futures = workers.submit_largest_first(job, args, sizes, timeout=pdf.compress_timeout_s + 30)
         results = (_result_or_none(f) for f in workers.in_order(futures, "compress"))
     for doc, result in zip(batch.docs, results, strict=True):
-        kept = result is not None and result.kept
-        doc.work_pdf = result.output if kept else doc.source
-        doc.compressed_bytes = result.bytes_after if kept else None
-        doc.compress_method = result.method if kept else "none"
+        kept = result if result is not None and result.kept else None
+        doc.work_pdf = kept.output if kept else doc.source
+        doc.compressed_bytes = kept.bytes_after if kept else None
+        doc.compress_method = kept.method if kept else "none"
         progress.add(pages=doc.n_pages, docs=1)
     batch.seconds["compress"] = progress.done()
     return batch

@@ -308,7 +308,7 @@ class LoadOperator(ConfiguredOperator):
         statuses: dict[str, int] = {}
         for doc in docs:
             statuses[doc.status or "unknown"] = statuses.get(doc.status or "unknown", 0) + 1
-        summary = {"kb": cfg.kb, "run_id": context["run_id"], "documents": statuses,
+        summary: dict[str, Any] = {"kb": cfg.kb, "run_id": context["run_id"], "documents": statuses,
                    "pages": loaded["pages"], "chunks": loaded["chunks"]}  # fmt: skip
         context["outlet_events"][self.kb_asset].extra = summary
         return summary

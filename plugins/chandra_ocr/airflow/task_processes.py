@@ -23,7 +23,8 @@ def allow_worker_processes() -> None:
     if current.daemon or not isinstance(current, multiprocessing.process.BaseProcess):
         config = current._config  # type: ignore[attr-defined]
         config["daemon"] = False
-        config["authkey"] = multiprocessing.process.AuthenticationString(os.urandom(32))
+        authkey = multiprocessing.process.AuthenticationString  # type: ignore[attr-defined]  # not in typeshed
+        config["authkey"] = authkey(os.urandom(32))
     main = sys.modules.get("__main__")
     if main is not None and getattr(main, "__spec__", None) is None and getattr(main, "__file__", None):
         # A module spec named "__main__" tells multiprocessing's children to leave main alone.

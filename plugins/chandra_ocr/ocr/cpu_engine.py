@@ -74,7 +74,7 @@ class CpuEngine:
         self.render_spec = RenderSpec(dpi=self.options.dpi, max_pixels=self.options.max_pixels)
         # Rendered pages the caller queues ahead: rendering outpaces Tesseract, and each queued page
         # is up to max_pixels × 3 bytes in the caller's process (16 would hold ~600 MB at 300 dpi).
-        self.in_flight_pages = 2 * self.options.workers
+        self.in_flight_pages: int | None = 2 * self.options.workers
         self._binary: str | None = None
         self._env: dict[str, str] = {}
         self._procs: set[subprocess.Popen] = set()

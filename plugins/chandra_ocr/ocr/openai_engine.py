@@ -83,7 +83,7 @@ class OpenAIEngine:
         self.options = options or ServerOptions()
         self.model: str | None = self.options.model or preset.model_id
         self.render_spec = preset.render
-        self.in_flight_pages = self.options.max_in_flight
+        self.in_flight_pages: int | None = self.options.max_in_flight
         self.temperatures = temperature_schedule(preset.sampling, self.options.max_attempts)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

@@ -48,7 +48,7 @@ def words_to_blocks(
     for word in words:
         if word.confidence >= min_confidence or any(ch.isalnum() for ch in word.text):
             paragraphs.setdefault(word.paragraph, []).append(word)
-    blocks = []
+    blocks: list[Block] = []
     (sx, sy), (width, height) = scale, page_size
     for members in paragraphs.values():
         lines: dict[str, list[str]] = {}

@@ -232,6 +232,7 @@ class VllmEngine:
     def _submit(self, track: PageAttempts, pending: dict[str, PageAttempts]) -> PageResult | None:
         """Enqueue the next attempt of a page; a request vLLM rejects fails only that page."""
         req = track.request
+        assert req.image is not None  # _top_up fails pages without an image before they get here
         params = self.sampling_params(req, track.temperature, track.seed(self.options.seed))
         try:
             messages = self.preset.build_messages(req.image)
@@ -340,7 +341,8 @@ def _external_id(request_id: str) -> str:
 
 def _engine_error(e: BaseException, what: str) -> EngineError:
     """Map a vLLM/torch failure to EngineOutOfMemoryError when it is about memory, else EngineError."""
-    chain, cur = [], e
+    chain: list[str] = []
+    cur: BaseException | None = e
     while cur is not None and len(chain) < 8:
         chain.append(f"{type(cur).__name__}: {cur}")
         cur = cur.__cause__ or cur.__context__

@@ -71,11 +71,13 @@ class PdfWorkers:
         self.workers = workers
         self.memory_limit_mb = memory_limit_mb
         self._finished = False
+        context: multiprocessing.context.BaseContext
         if fork:
             context = multiprocessing.get_context("fork")
         else:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(_PRELOAD)
+            server = multiprocessing.get_context("forkserver")
+            server.set_forkserver_preload(_PRELOAD)
+            context = server
         self._pool = pebble.ProcessPool(
             max_workers=workers,
             initializer=_init_worker,
@@ -310,7 +312,7 @@ def _translated(source: pebble.ProcessFuture, what: str, timeout: float, limit_m
 
     target.add_done_callback(cancel_source)
     target.cancel_task = cancel_task  # type: ignore[attr-defined]
-    source.add_done_callback(relay)
+    source.add_done_callback(relay)  # type: ignore[arg-type]  # pebble's future is a Future subclass
     return target
 
 
