@@ -1,0 +1,95 @@
+"""The knowledge base one run makes over a mixed subset, pinned by per-table row hashes.
+
+A refactoring of the pipeline must leave these hashes alone; a change that means to alter the
+output (a better table reader, new columns) updates them, and its commit says why. Print the
+current hashes with ``.venv/bin/python tests/test_kb_contents_golden.py``.
+
+Columns that differ between runs by nature are left out: times, run ids, latencies and the
+source's absolute path (its file name stays). Compression is off: Ghostscript's output embeds
+dates and ids. Tesseract reads the scans (100 dpi, for speed); its version is the machine's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from chandra_ocr.config import IngestOptions, PdfOptions
+from chandra_ocr.pipeline import run
+from chandra_ocr.store.duckdb_store import connect
+from chandra_ocr.store.layout import KbLayout
+
+pytestmark = [pytest.mark.corpus, pytest.mark.slow]
+
+CORPUS_FILES = [
+    "docling/tests/data/pdf/sources/redp5110_sampled.pdf",  # born-digital, headings, tables, 18 pages
+    "pdfplumber/tests/pdfs/nics-background-checks-2015-11.pdf",  # a large table
+    "ocrmypdf/tests/resources/cardinal.pdf",  # scanned pages
+    "pdfjs/test/pdfs/Pages-tree-refs.pdf",  # partial: one page in a page-tree cycle
+]
+VOLATILE = {
+    "documents": ["source_uri", "run_id", "first_seen", "ingested_at"],
+    "pages": ["latency_ms"],
+    "chunks": ["updated_at"],
+}
+TABLES = ["documents", "pages", "blocks", "tables", "table_cells", "chunks"]
+
+# rows:hash; produced by the code of 39692bf (before the no-hang and data-model changes) and unchanged by them
+EXPECTED = {
+    "documents": "8:611663d559b9a8ff",
+    "pages": "30:f02f4617bf85f427",
+    "blocks": "370:19146e7630f0e3f3",
+    "tables": "7:ecc1bd64e2d2756e",
+    "table_cells": "472:8a3662c6d66464e5",
+    "chunks": "66:0893157c7bec6856",
+}
+
+
+def build(corpus: Path, samples: Path, work: Path) -> Path:
+    """Run the pipeline over the subset into ``work/kb``; returns the KB folder."""
+    src = work / "in"
+    src.mkdir(parents=True)
+    for path in [*sorted(samples.glob("*.pdf")), *(corpus / f for f in CORPUS_FILES)]:
+        shutil.copy(path, src / path.name)
+    options = IngestOptions(
+        engine="cpu", pdf=PdfOptions(settle_seconds=0, compress=False), engine_options={"dpi": 100}
+    )
+    run(src, work / "kb", options)
+    return work / "kb"
+
+
+def table_hashes(kb: Path) -> dict[str, str]:
+    """sha256 of each table's rows (volatile columns left out), sorted, as text."""
+    con = connect(KbLayout(kb), read_only=True)
+    try:
+        out = {}
+        for table in TABLES:
+            skip = VOLATILE.get(table)
+            columns = f"* EXCLUDE ({', '.join(skip)})" if skip else "*"
+            rows = sorted(repr(r) for r in con.execute(f"SELECT {columns} FROM {table}").fetchall())
+            out[table] = f"{len(rows)}:" + hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+        return out
+    finally:
+        con.close()
+
+
+@pytest.mark.timeout(900)
+def test_one_run_over_a_mixed_subset_makes_the_pinned_kb(corpus: Path, samples: Path, tmp_path: Path):
+    assert table_hashes(build(corpus, samples, tmp_path)) == EXPECTED
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    from conftest import SAMPLES, corpus_root
+
+    root = corpus_root()
+    if root is None:
+        sys.exit("the corpus is needed: set CHANDRA_OCR_CORPUS")
+    with tempfile.TemporaryDirectory() as tmp:
+        for table, digest in table_hashes(build(root, SAMPLES, Path(tmp))).items():
+            print(f'    "{table}": "{digest}",')
