@@ -211,3 +211,35 @@ class ParsedPage:
 
     blocks: list[Block]
     tables: list[Table]
+
+
+@dataclass(frozen=True)
+class PageTriage:
+    """The route chosen for one page, and why. Sizes are of the displayed page (rotation applied)."""
+
+    page_no: int  # 1-based
+    width_pt: float
+    height_pt: float
+    rotation: int
+    route: Route
+    reason: str
+    n_chars: int
+
+
+@dataclass
+class ExtractRecord:
+    """The extract stage's record of one document: returned by the worker that triaged it and
+    checkpointed (``store/checkpoints``), so that a retry and the assemble stage find it.
+
+    ``outcome`` is ``quarantined`` (``error`` says why), ``written`` (a document whose pages all take
+    the text route, written by that worker: ``written_status``; never stored) or ``triaged`` (``triage``
+    routes every page; the stored record also holds the text-route pages, the OCR pages have their
+    own checkpoints)."""
+
+    engine_key: str  # what the record is valid for: pipeline version, engine and model
+    outcome: Literal["quarantined", "written", "triaged"]
+    n_pages: int | None = None  # None when quarantined
+    error: str | None = None
+    written_status: DocStatus | None = None
+    triage: list[PageTriage] = field(default_factory=list)
+    text_pages: list[Page] = field(default_factory=list)

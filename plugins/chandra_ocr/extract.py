@@ -15,18 +15,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.config import IngestOptions, PdfOptions
-from chandra_ocr.document import Page, PageRequest
+from chandra_ocr.document import ExtractRecord, Page, PageRequest, PageTriage
 from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
 from chandra_ocr.fallback import RENDER_FAILED, FailedPage, ocr_page, run_fallbacks
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.passwords import PasswordBook, load_passwords
-from chandra_ocr.pdf.triage import DocumentTriage, PageTriage, triage_document
+from chandra_ocr.pdf.triage import DocumentTriage, triage_document
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
 from chandra_ocr.store import checkpoints
@@ -208,12 +208,12 @@ def _triage_all(
     finish: Finish | None,
 ) -> list[_Pending]:
     force = None if engine.reads_images else "text"
-    done: dict[str, dict] = {}  # records checkpointed under this key by an earlier attempt
+    done: dict[str, ExtractRecord] = {}  # records checkpointed under this key by an earlier attempt
     todo: list[DocRef] = []
     for doc in batch.docs:
-        record = checkpoints.read_document_record(layout, doc.doc_id)
-        if record is not None and record.get("engine_key") == key:
-            done[doc.doc_id] = record
+        stored = checkpoints.read_document_record(layout, doc.doc_id)
+        if stored is not None and stored.engine_key == key:
+            done[doc.doc_id] = stored
         else:
             todo.append(doc)
     jobs = [(layout, d, options.pdf, force, key, passwords.get(d.doc_id), finish) for d in todo]
@@ -229,16 +229,15 @@ def _triage_all(
         if doc.doc_id in futures:
             record = _record_of(next(finished), key)
             progress.add(pages=doc.n_pages, docs=1)
-            if record["status"] == "quarantined":  # a worker wrote the others, with their text pages
+            if record.outcome == "quarantined":  # a worker stored the triaged ones itself
                 checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
             record = done[doc.doc_id]
-        doc.status = "quarantined" if record["status"] == "quarantined" else record.get("finished")
-        doc.n_pages = record.get("n_pages", doc.n_pages)  # a quarantine record has no page count
-        if doc.status is not None:
-            continue
-        pages = {pt["page_no"]: PageTriage(**pt) for pt in record["pages"]}
-        pending.append(_Pending(doc, doc.work_pdf or doc.source, pages))
+        doc.status = "quarantined" if record.outcome == "quarantined" else record.written_status
+        doc.n_pages = record.n_pages if record.n_pages is not None else doc.n_pages
+        if record.outcome == "triaged":
+            pages = {pt.page_no: pt for pt in record.triage}
+            pending.append(_Pending(doc, doc.work_pdf or doc.source, pages))
     progress.done()
     return pending
 
@@ -251,18 +250,17 @@ def triage_and_checkpoint(
     key: str,
     password: str | None = None,
     finish: Finish | None = None,
-) -> dict:
+) -> ExtractRecord:
     """Worker side: triage one document and checkpoint it; returns its record (without page content).
 
     The checkpoint is the document record with the finished text-route pages in it (one file
     per document: these pages come all at once, unlike OCR pages, which are checkpointed one by
     one as the engine returns them). With ``finish``, a document whose pages all take the text
-    route is written instead, and the record says so (``finished``: its status) without being
-    stored. Runs in a PDF worker so that text extraction and the writes use every core and a
-    hung or crashing parser only costs that worker.
+    route is written instead, and the record says so (outcome ``written``) without being stored.
+    Runs in a PDF worker so that text extraction and the writes use every core and a hung or
+    crashing parser only costs that worker.
     """
     triage = triage_document(doc.work_pdf or doc.source, options, password=password, force_route=force)
-    record: dict = {"status": "ok", "n_pages": triage.n_pages, "engine_key": key}
     text_pages = [_text_page(triage, pt) for pt in triage.pages if pt.route == "text"]
     if finish is not None and len(text_pages) == triage.n_pages:
         # imported here: Arrow and DuckDB take ~1 GB of address space, which counts against the
@@ -272,10 +270,9 @@ def triage_and_checkpoint(
         done = new_document(doc, finish.engine, finish.model)
         done.n_pages, done.pages = triage.n_pages, text_pages
         written = write_document(done, layout, finish.options, finish.run_id, datetime.now(UTC))
-        return {**record, "finished": written.status}  # the triage is not needed again
-    record["pages"] = [asdict(p) for p in triage.pages]
-    stored = [p.to_dict() for p in text_pages]
-    checkpoints.write_document_record(layout, doc.doc_id, {**record, "text_pages": stored})
+        return ExtractRecord(key, "written", n_pages=triage.n_pages, written_status=written.status)
+    record = ExtractRecord(key, "triaged", n_pages=triage.n_pages, triage=triage.pages)
+    checkpoints.write_document_record(layout, doc.doc_id, replace(record, text_pages=text_pages))
     return record
 
 
@@ -294,19 +291,15 @@ def _text_page(triage: DocumentTriage, pt: PageTriage) -> Page:
     )
 
 
-def _record_of(future, key: str) -> dict:
+def _record_of(future, key: str) -> ExtractRecord:
     """The document record from a triage future; failures become a quarantine record with the reason,
     except the knowledge base's own I/O errors (a full disk is no reason to quarantine a PDF: the
     task fails and its retry resumes; reading the source is a BadDocumentError already)."""
     try:
         return future.result()
     except (BadDocumentError, StageTimeoutError) as e:  # unreadable, timed out, out of memory, crashed
-        return {"status": "quarantined", "error": str(e), "engine_key": key}
+        return ExtractRecord(key, "quarantined", error=str(e))
     except OSError:
         raise
     except Exception as e:  # a parser error we have no better name for
-        return {
-            "status": "quarantined",
-            "error": f"could not read PDF: {type(e).__name__}: {e}",
-            "engine_key": key,
-        }
+        return ExtractRecord(key, "quarantined", error=f"could not read PDF: {type(e).__name__}: {e}")

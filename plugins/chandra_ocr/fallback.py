@@ -14,10 +14,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from chandra_ocr.config import IngestOptions
-from chandra_ocr.document import Page, PageRequest, PageResult, PageStatus, RenderSpec
+from chandra_ocr.document import Page, PageRequest, PageResult, PageStatus, PageTriage, RenderSpec
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.pdf.triage import PageTriage
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.layout import KbLayout

@@ -220,11 +220,11 @@ def assemble_document(
     if record is None:
         raise StoreError(f"document {ref.doc_id} was never extracted")
     doc = new_document(ref, engine, model)
-    if record["status"] == "quarantined":
-        doc.status, doc.error = "quarantined", record["error"]
+    if record.outcome == "quarantined" or record.n_pages is None:
+        doc.status, doc.error = "quarantined", record.error
         return doc
-    doc.n_pages = record["n_pages"]
-    text = checkpoints.text_pages(record)
+    doc.n_pages = record.n_pages
+    text = {p.page_no: p for p in record.text_pages}
     for n in range(1, doc.n_pages + 1):
         page = text.get(n) or checkpoints.read_page(layout, ref.doc_id, n, key)
         if page is None:

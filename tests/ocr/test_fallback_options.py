@@ -12,9 +12,7 @@ from chandra_ocr.preflight import check_fallbacks
 def test_fallback_options_are_checked_before_any_work():
     check_fallbacks(IngestOptions())  # the default chain: text, then cpu
     check_fallbacks(IngestOptions(fallback_options={"cpu": {"lang": "eng", "psm": 6}}))
-    with pytest.raises(
-        ConfigError, match=r"fallback_options.'cpu'.: unknown CpuOptions option.s.: bogus"
-    ):
+    with pytest.raises(ConfigError, match=r"fallback_options.'cpu'.: unknown CpuOptions option.s.: bogus"):
         check_fallbacks(IngestOptions(fallback_options={"cpu": {"bogus": 1}}))
     with pytest.raises(ConfigError, match=r"fallback_options\['cpu'\]: tesseract language data missing: xx"):
         check_fallbacks(IngestOptions(fallback_options={"cpu": {"lang": "xx"}}))

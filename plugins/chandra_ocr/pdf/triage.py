@@ -11,7 +11,7 @@ from typing import Literal, NamedTuple
 import pymupdf
 
 from chandra_ocr.config import PdfOptions
-from chandra_ocr.document import Block, Table
+from chandra_ocr.document import Block, PageTriage, Table
 from chandra_ocr.errors import BadDocumentError, ConfigError
 from chandra_ocr.pdf.native_tables import native_tables, with_table_blocks
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, TextStats, largest_image_share, read_page
@@ -19,19 +19,6 @@ from chandra_ocr.pdf.text_layer import TEXT_FLAGS, TextStats, largest_image_shar
 log = logging.getLogger(__name__)
 
 INVISIBLE_SHARE = 0.5  # above this share of invisible text over a full-page image: an earlier OCR layer
-
-
-@dataclass(frozen=True)
-class PageTriage:
-    """The route chosen for one page, and why. Sizes are of the displayed page (rotation applied)."""
-
-    page_no: int  # 1-based
-    width_pt: float
-    height_pt: float
-    rotation: int
-    route: Literal["text", "ocr"]
-    reason: str
-    n_chars: int
 
 
 @dataclass

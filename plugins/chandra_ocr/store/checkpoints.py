@@ -10,9 +10,10 @@ model): a different model or pipeline version redoes the page.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
-from chandra_ocr.document import Block, Page, Table, TableCell
+from chandra_ocr.document import Block, ExtractRecord, Page, PageTriage, Table, TableCell
 from chandra_ocr.store.atomic import write_text_atomic
 from chandra_ocr.store.layout import KbLayout
 
@@ -60,17 +61,37 @@ def read_page(layout: KbLayout, doc_id: str, page_no: int, engine_key: str | Non
     return page_from_dict(data["page"])
 
 
-def write_document_record(layout: KbLayout, doc_id: str, record: dict[str, Any]) -> None:
-    """Document-level outcome of extraction: page count, triage and the text-route pages (``text_pages``,
-    each as ``Page.to_dict()``), or the quarantine reason."""
-    write_text_atomic(layout.document_checkpoint(doc_id), json.dumps(record, ensure_ascii=False))
+def write_document_record(layout: KbLayout, doc_id: str, record: ExtractRecord) -> None:
+    """Checkpoint the extract stage's record of a document (a ``written`` one is never stored)."""
+    if record.outcome == "written":
+        raise ValueError("a written document has no extract checkpoint")
+    value = {
+        "status": "quarantined" if record.outcome == "quarantined" else "ok",
+        "engine_key": record.engine_key,
+    }
+    if record.outcome == "quarantined":
+        value["error"] = record.error
+    else:
+        value |= {
+            "n_pages": record.n_pages,
+            "pages": [asdict(pt) for pt in record.triage],
+            "text_pages": [p.to_dict() for p in record.text_pages],
+        }
+    write_text_atomic(layout.document_checkpoint(doc_id), json.dumps(value, ensure_ascii=False))
 
 
-def read_document_record(layout: KbLayout, doc_id: str) -> dict[str, Any] | None:
+def read_document_record(layout: KbLayout, doc_id: str) -> ExtractRecord | None:
+    """The checkpointed record of a document, or None when it has none."""
     path = layout.document_checkpoint(doc_id)
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-
-
-def text_pages(record: dict[str, Any]) -> dict[int, Page]:
-    """The text-route pages checkpointed in a document record, by page number."""
-    return {p["page_no"]: page_from_dict(p) for p in record.get("text_pages", ())}
+    if not path.exists():
+        return None
+    value = json.loads(path.read_text(encoding="utf-8"))
+    if value["status"] == "quarantined":
+        return ExtractRecord(value["engine_key"], "quarantined", error=value["error"])
+    return ExtractRecord(
+        value["engine_key"],
+        "triaged",
+        n_pages=value["n_pages"],
+        triage=[PageTriage(**pt) for pt in value["pages"]],
+        text_pages=[page_from_dict(p) for p in value["text_pages"]],
+    )
