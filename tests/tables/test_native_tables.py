@@ -23,7 +23,8 @@ from cell_match import anchor_grid, cell_match, filled_grid, norm
 
 from chandra_ocr.parse.html_text import html_to_text
 from chandra_ocr.parse.tables import table_from_html, table_text
-from chandra_ocr.pdf.native_tables import native_tables, with_table_blocks
+from chandra_ocr.pdf.native_tables import native_tables
+from chandra_ocr.pdf.page_tables import page_tables
 from chandra_ocr.pdf.text_layer import text_blocks
 
 pytestmark = pytest.mark.corpus
@@ -128,7 +129,7 @@ def test_table_blocks_replace_the_text_they_cover(corpus):
     path = corpus / CAMELOT / "background_lines_1.pdf"
     with pymupdf.open(path) as doc:
         page = doc[0]
-        blocks, tables = with_table_blocks(text_blocks(page), native_tables(page))
+        blocks, tables = page_tables(page, text_blocks(page))
     (table,) = tables
     table_blocks = [b for b in blocks if b.label == "table"]
     assert (

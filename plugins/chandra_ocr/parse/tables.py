@@ -101,18 +101,25 @@ def table_from_html(
     return _build(rows, n_header, table_no, bbox, source, caption or own_caption, fragment)
 
 
-def table_from_rows(rows: list[list[tuple[str, int, int]]], *, table_no: int, bbox: BBoxPt | None) -> Table:
+def table_from_rows(
+    rows: list[list[tuple[str, int, int]]], *, table_no: int, bbox: BBoxPt | None, n_header: int | None = None
+) -> Table:
     """Cells already cut into rows, ``(text, rowspan, colspan)`` each, as a native ``Table``.
 
     The same as ``table_from_html`` of the equivalent ``<tr>``/``<td>`` markup (kept as
-    ``Table.html``) for texts with whitespace already collapsed, without parsing it back: header
-    rows by the rule for tables without ``<thead>``/``<th>``. Raises ParseError when there are no cells.
+    ``Table.html``, the first ``n_header`` rows in ``<thead>``) for texts with whitespace already
+    collapsed, without parsing it back: header rows ``n_header`` when given, else by the rule for
+    tables without ``<thead>``/``<th>``. Raises ParseError when there are no cells.
     """
     raw = [_RawRow([_RawCell(t, min(rs, MAX_SPAN), min(cs, MAX_SPAN)) for t, rs, cs in row]) for row in rows]
     if not any(r.cells for r in raw):
         raise ParseError("no table cells")
-    markup = "<table>" + "".join("<tr>" + "".join(map(_td, row)) + "</tr>" for row in rows) + "</table>"
-    return _build(raw, _html_header_rows(raw), table_no, bbox, "native", None, markup)
+    if n_header is None:
+        n_header = _html_header_rows(raw)
+    trs = ["<tr>" + "".join(map(_td, row)) + "</tr>" for row in rows]
+    head = "<thead>" + "".join(trs[:n_header]) + "</thead><tbody>" if n_header else ""
+    markup = "<table>" + head + "".join(trs[n_header:]) + ("</tbody>" if n_header else "") + "</table>"
+    return _build(raw, n_header, table_no, bbox, "native", None, markup)
 
 
 def _td(cell: tuple[str, int, int]) -> str:

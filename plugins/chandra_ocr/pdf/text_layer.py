@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pymupdf
@@ -42,6 +42,7 @@ class TextStats:
     bad_glyph_ratio: float  # share of U+FFFD / private-use / control / unmapped-glyph characters
     invisible_ratio: float  # share drawn invisibly (render mode 3: typically an earlier OCR layer)
     image_cover: float | None = None  # share of the page covered by its largest image; None: not measured
+    row_splits: int = 0  # text lines starting right of another line on the same row (cells side by side)
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,9 @@ def read_page(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> P
         edges = (min(raws, key=lambda r: r.bbox[1]), max(raws, key=lambda r: r.bbox[3]))
         blocks = [_label(raw, body, height, edges) for raw in raws]
     n = tally.chars
-    stats = TextStats(n, tally.bad / n if n else 0.0, tally.invisible / n if n else 0.0)
+    stats = TextStats(
+        n, tally.bad / n if n else 0.0, tally.invisible / n if n else 0.0, None, _row_splits(tally.lines)
+    )
     return PageText(blocks=_reading_order(blocks), stats=stats)
 
 
@@ -116,6 +119,7 @@ class _Tally:
     chars: int = 0  # non-space
     bad: int = 0
     invisible: int = 0
+    lines: list[tuple[float, float, float, float]] = field(default_factory=list)  # line bboxes (unrotated)
 
 
 def _collect(blocks: Iterable[dict], rotate: pymupdf.Matrix | None) -> tuple[list[_Raw], _Tally]:
@@ -145,12 +149,13 @@ def _read_block(block: dict, rotate: pymupdf.Matrix | None, tally: _Tally) -> _R
         if not joined:
             continue
         x0, y0, x1, y1 = line["bbox"]
+        tally.lines.append((x0, y0, x1, y1))
         if lines and row[0] <= (y0 + y1) / 2 <= row[1] and x0 >= row[2] - 1:
             lines[-1] += " " + joined  # same visual line, split by MuPDF at a gap
         else:
             lines.append(joined)
         row = (y0, y1, x1)
-    text = _join_lines(lines)
+    text = join_lines(lines)
     if not text or not n_block:
         return None
     tally.chars += n_block
@@ -159,6 +164,18 @@ def _read_block(block: dict, rotate: pymupdf.Matrix | None, tally: _Tally) -> _R
         bbox = bbox * rotate
     size = sizes.most_common(1)[0][0]
     return _Raw((bbox.x0, bbox.y0, bbox.x1, bbox.y1), text, len(lines), size, n_bold / n_block)
+
+
+def _row_splits(lines: list[tuple[float, float, float, float]]) -> int:
+    """How many lines start to the right of the line before them on the same row (by middles)."""
+    n = 0
+    prev = None
+    for x0, y0, x1, y1 in sorted(lines, key=lambda b: (round((b[1] + b[3]) / 2), b[0])):
+        mid = (y0 + y1) / 2
+        if prev is not None and prev[1] <= mid <= prev[3] and x0 > prev[2]:
+            n += 1
+        prev = (x0, y0, x1, y1)
+    return n
 
 
 def _count_span(span: dict, tally: _Tally) -> tuple[int, bool]:
@@ -174,8 +191,8 @@ def _count_span(span: dict, tally: _Tally) -> tuple[int, bool]:
     return n, bool(span["flags"] & pymupdf.TEXT_FONT_BOLD or flags & _BOLD_CHAR)
 
 
-def _join_lines(lines: list[str]) -> str:
-    """One block's lines as text: hyphenation undone, whitespace collapsed, list items on new lines."""
+def join_lines(lines: list[str]) -> str:
+    """Lines of one block as text: hyphenation undone, whitespace collapsed, list items on new lines."""
     out = ""
     for raw in lines:
         line = _SPACES.sub(" ", raw).strip()

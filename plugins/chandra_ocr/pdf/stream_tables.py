@@ -1,0 +1,328 @@
+"""Tables without (all) rules on text-layer pages: rows and columns from the alignment of words.
+
+The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word list:
+
+- Visual rows: words clustered by their vertical middle (page-wide, so a row runs across cells).
+- Segments: within a row, words separated by less than ``GAP`` × the word height belong to one
+  segment (a cell candidate); a wider gap separates cells.
+- Regions: runs of rows with two or more segments, vertically close (``ROW_GAP`` × the row
+  height); up to ``MAX_BRIDGE`` one-segment rows inside a run are kept (section labels,
+  wrapped cells), not at its ends.
+- Columns: x ranges covered by the segments of at most ``SPAN_SHARE`` of the rows are gutters;
+  the ranges between gutters are columns. A segment covering several columns is one cell
+  spanning them (spanning headers). A prose column at a region's side (long segments: another
+  text column of the page) is dropped and the rest measured again.
+- Precision guards (prose, lists, tables of contents and reference lists are not tables): at
+  least ``MIN_ROWS`` rows and ``MIN_COLS`` columns (two only with numbers in the second), short
+  cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, no dot leaders,
+  no column made only of list markers or reference numbers.
+- Header rows: leading rows without numbers above the first body row — bounded by a drawn rule
+  in the table's first rows where there is one (booktabs ``\\midrule``) — are headers.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+
+from chandra_ocr.pdf.ruled_grid import Box, Word
+
+GAP = 0.5  # × word height: a wider gap between words of a row separates cells
+ROW_GAP = 2.2  # × row height: a wider vertical gap ends a table region
+MAX_BRIDGE = 2  # one-segment rows kept inside a region
+SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
+MIN_ROWS = 3
+MIN_COLS = 3
+MAX_WORDS = 4.0  # mean words per non-empty cell; more: prose set in columns
+MIN_FILL = 0.45  # non-empty cells per grid position
+MIN_NUMERIC_2COL = 0.5  # a two-column region needs this share of numbers in its second column
+PROSE_WORDS = 7  # a column whose cells have this many words (median) is running text
+_NUMERIC = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?")
+_MARKER = re.compile(
+    r"^(?:[•◦▪▫●○■□‣⁃∙·➢►▶✓✔\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\[\d{1,4}\]|\(?[ivx]{1,4}[.)])$"
+)
+_LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
+
+
+@dataclass
+class _Seg:
+    """Words of one row closer together than a cell gap."""
+
+    words: list[Word]
+
+    @property
+    def x0(self) -> float:
+        return self.words[0][0]
+
+    @property
+    def x1(self) -> float:
+        return max(w[2] for w in self.words)
+
+    @property
+    def text(self) -> str:
+        return " ".join(w[4] for w in self.words)
+
+
+@dataclass
+class _Row:
+    """One visual row of the page: its vertical band and its segments, left to right."""
+
+    y0: float
+    y1: float
+    words: list[Word] = field(default_factory=list)
+    segs: list[_Seg] = field(default_factory=list)
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+
+@dataclass(frozen=True)
+class StreamTable:
+    """A table found from word alignment: cells as (row, col, rowspan, colspan, text), header rows."""
+
+    bbox: Box
+    n_rows: int
+    n_cols: int
+    cells: list[tuple[int, int, int, int, str]]
+    n_header: int
+    words: frozenset[int]  # indices (into the words given) of the words in the table
+
+
+def stream_tables(words: list[Word], h_rules: list[tuple[float, float, float]] = ()) -> list[StreamTable]:
+    """The unruled (or partly ruled) tables among ``words``, top to bottom.
+
+    ``h_rules``: horizontal drawn rules (y, x0, x1), used as header hints.
+    """
+    rows = _rows(words)
+    out = []
+    for region in _regions(rows):
+        table = _table(region, h_rules, words)
+        if table is not None:
+            out.append(table)
+    return out
+
+
+def _rows(words: list[Word]) -> list[_Row]:
+    """Visual rows top to bottom, with their segments."""
+    order = sorted(range(len(words)), key=lambda i: (words[i][1] + words[i][3]) / 2)
+    rows: list[_Row] = []
+    index: list[list[int]] = []
+    band = (0.0, -1.0)  # the first word's middle half: a row's words have their middle in it
+    for i in order:
+        w = words[i]
+        if not w[4].strip() or w[3] <= w[1]:
+            continue
+        mid = (w[1] + w[3]) / 2
+        if rows and band[0] <= mid <= band[1]:
+            row = rows[-1]
+            row.y0, row.y1 = min(row.y0, w[1]), max(row.y1, w[3])
+            index[-1].append(i)
+        else:
+            rows.append(_Row(w[1], w[3]))
+            index.append([i])
+            quarter = (w[3] - w[1]) / 4
+            band = (mid - quarter, mid + quarter)
+    for row, ids in zip(rows, index, strict=True):
+        row.words = [(*words[i][:8], i) for i in sorted(ids, key=lambda i: words[i][0])]
+        row.segs = _segments(row.words)
+    return rows
+
+
+def _segments(words: list[Word]) -> list[_Seg]:
+    height = statistics.median(w[3] - w[1] for w in words)
+    segs: list[_Seg] = []
+    end = None
+    for w in words:
+        if end is not None and w[0] - end <= GAP * height:
+            segs[-1].words.append(w)
+        else:
+            segs.append(_Seg([w]))
+        end = w[2] if end is None else max(end, w[2]) if w[0] - end <= GAP * height else w[2]
+    return segs
+
+
+def _regions(rows: list[_Row]) -> list[list[_Row]]:
+    """Runs of multi-segment rows, close together, one-segment rows bridged inside."""
+    out: list[list[_Row]] = []
+    run: list[_Row] = []
+    bridge = 0
+    for row in rows:
+        close = bool(run) and row.y0 - run[-1].y1 <= ROW_GAP * max(row.height, run[-1].height)
+        if len(row.segs) >= 2:
+            if run and close:
+                run.append(row)
+            else:
+                if run:
+                    out.append(run)
+                run = [row]
+            bridge = 0
+        elif run and close and bridge < MAX_BRIDGE:
+            run.append(row)
+            bridge += 1
+        else:
+            if run:
+                out.append(run)
+            run, bridge = [], 0
+    if run:
+        out.append(run)
+    return [_trim(r) for r in out if sum(len(x.segs) >= 2 for x in r) >= MIN_ROWS]
+
+
+def _trim(run: list[_Row]) -> list[_Row]:
+    while run and len(run[-1].segs) < 2:
+        run = run[:-1]
+    while run and len(run[0].segs) < 2:
+        run = run[1:]
+    return run
+
+
+def _columns(segs: list[_Seg], n_rows: int) -> list[tuple[float, float]]:
+    """Column x ranges: between gutters that at most ``SPAN_SHARE`` of the rows cross."""
+    x0 = int(min(s.x0 for s in segs))
+    x1 = int(max(s.x1 for s in segs)) + 1
+    cover = [0] * (x1 - x0 + 1)
+    for s in segs:
+        for x in range(int(s.x0) - x0, int(s.x1) - x0 + 1):
+            cover[x] += 1
+    limit = SPAN_SHARE * n_rows
+    cols: list[tuple[float, float]] = []
+    start = None
+    for x, n in enumerate(cover):
+        if n > limit and start is None:
+            start = x
+        elif n <= limit and start is not None:
+            cols.append((start + x0, x - 1 + x0))
+            start = None
+    if start is not None:
+        cols.append((start + x0, len(cover) - 1 + x0))
+    return cols
+
+
+def _table(region: list[_Row], h_rules, words: list[Word]) -> StreamTable | None:
+    """A region as a table, or None when it fails a guard."""
+    for _ in range(3):
+        segs = [s for r in region for s in r.segs]
+        cols = _columns(segs, len(region))
+        if len(cols) < 2:
+            return None
+        prose = _prose_side(region, cols)
+        if prose is None:
+            break
+        region = _without(region, cols[prose])
+        region = _trim([r for r in region if r.segs])
+        if sum(len(r.segs) >= 2 for r in region) < MIN_ROWS:
+            return None
+    else:
+        return None
+    grid = [_place(r, cols) for r in region]
+    while grid and _is_title(grid[0], len(cols)):
+        grid, region = grid[1:], region[1:]
+    if not _plausible(grid, len(cols)):
+        return None
+    cells = [(i, c, 1, span, text) for i, row in enumerate(grid) for c, span, text in row]
+    box = _bbox([w for r in region for s in r.segs for w in s.words])
+    used = frozenset(w[8] for r in region for s in r.segs for w in s.words)
+    n_header = _header_rows(grid, region, h_rules, box)
+    return StreamTable(box, len(grid), len(cols), cells, n_header, used)
+
+
+def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
+    """A leading row of at most two cells, one spanning most columns: a title or caption, not a header."""
+    return len(row) <= 2 and n_cols >= 3 and any(span >= 0.6 * n_cols for _, span, _ in row)
+
+
+def _prose_side(region: list[_Row], cols: list[tuple[float, float]]) -> int | None:
+    """The index of the first or last column when it holds running text (another column of the page)."""
+    for k in (0, len(cols) - 1):
+        counts = [len(s.words) for r in region for s in r.segs if _overlaps(s, cols[k])]
+        if counts and statistics.median(counts) >= PROSE_WORDS:
+            return k
+    return None
+
+
+def _without(region: list[_Row], col: tuple[float, float]) -> list[_Row]:
+    out = []
+    for r in region:
+        segs = [s for s in r.segs if not _overlaps(s, col)]
+        out.append(_Row(r.y0, r.y1, [w for s in segs for w in s.words], segs))
+    return out
+
+
+def _overlaps(seg: _Seg, col: tuple[float, float]) -> bool:
+    return seg.x0 <= col[1] and seg.x1 >= col[0]
+
+
+def _place(row: _Row, cols: list[tuple[float, float]]) -> list[tuple[int, int, str]]:
+    """(first column, colspan, text) of each cell of ``row``; segments sharing a column are joined."""
+    cells: list[tuple[int, int, str]] = []
+    for s in row.segs:
+        hit = [k for k, c in enumerate(cols) if _overlaps(s, c)]
+        if not hit:  # inside a gutter: the nearest column to its left (or the first)
+            hit = [max([k for k, c in enumerate(cols) if c[1] < s.x0] or [0])]
+        first, last = hit[0], hit[-1]
+        if cells and cells[-1][0] + cells[-1][1] > first:  # shares a column with the previous cell
+            prev = cells.pop()
+            first = prev[0]
+            last = max(last, prev[0] + prev[1] - 1)
+            cells.append((first, last - first + 1, prev[2] + " " + s.text))
+        else:
+            cells.append((first, last - first + 1, s.text))
+    return cells
+
+
+def _plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
+    """The precision guards of the module docstring."""
+    texts = [t for row in grid for _, _, t in row]
+    multi = sum(1 for row in grid if len(row) >= 2)
+    if multi < MIN_ROWS or not texts:
+        return False
+    if sum(len(t.split()) for t in texts) / len(texts) > MAX_WORDS:
+        return False
+    if sum(len(row) for row in grid) < MIN_FILL * len(grid) * n_cols:
+        return False
+    if sum(1 for t in texts if _LEADER.search(t)) >= 2:
+        return False
+    by_col: dict[int, list[str]] = {}
+    for row in grid:
+        for c, span, t in row:
+            if span == 1:
+                by_col.setdefault(c, []).append(t)
+    for col in by_col.values():
+        if len(col) >= 2 and sum(1 for t in col if _MARKER.match(t)) >= 0.8 * len(col):
+            return False
+    if n_cols < MIN_COLS:
+        if n_cols < 2:
+            return False
+        second = by_col.get(1, [])
+        return bool(second) and sum(1 for t in second if _is_number(t)) >= MIN_NUMERIC_2COL * len(second)
+    return True
+
+
+def _is_number(text: str) -> bool:
+    return bool(_NUMERIC.fullmatch(text.strip()))
+
+
+def _header_rows(grid, region: list[_Row], h_rules, box: Box) -> int:
+    """Leading rows without numbers, above the first row with one; bounded by an early drawn rule."""
+    first_body = next((i for i, row in enumerate(grid) if any(_is_number(t) for _, _, t in row)), len(grid))
+    if first_body in (0, len(grid)):
+        return 0
+    width = box[2] - box[0]
+    for y, x0, x1 in sorted(h_rules):
+        if x1 - x0 < 0.5 * width or x1 < box[0] or x0 > box[2]:
+            continue
+        above = sum(1 for r in region if (r.y0 + r.y1) / 2 < y)
+        if 0 < above <= first_body:
+            return above
+    return min(first_body, len(grid) - 1)
+
+
+def _bbox(words: list[Word]) -> Box:
+    return (
+        min(w[0] for w in words),
+        min(w[1] for w in words),
+        max(w[2] for w in words),
+        max(w[3] for w in words),
+    )
