@@ -10,6 +10,11 @@ Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/st
 - Frames are not tables: a table whose area holds another table is dropped, and a table with
   one cell covering most of it (a frame around a ruled table) is replaced by the tables found
   inside that cell.
+- Grids the text disagrees with are not tables (their words are left to ``pdf/stream_tables.py``):
+  a drawn column no cell of which holds text (the boxes of a form), a grid of one or two rows
+  with a cell of more than ``MAX_CELL_WORDS`` words (a frame around running text), and two cells
+  of a grid row holding numbers on ``STACKED`` lines or more (rules only every few rows: the rows
+  are the text's).
 - Sparse grids are not tables: fewer than ``MIN_FILL`` cells with text per grid position is
   the boxes of a diagram (callouts with arrows), kept as text.
 - Merged cells keep their spans: a cell's ``rowspan``/``colspan`` are the grid rows and columns
@@ -20,6 +25,9 @@ Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/st
 """
 
 from __future__ import annotations
+
+import re
+from collections import defaultdict
 
 import pymupdf
 
@@ -41,6 +49,9 @@ from chandra_ocr.pdf.ruled_grid import (
 
 FRAME_SHARE = 0.5  # one cell covering more than this share of its table: a frame around other content
 MIN_FILL = 0.3  # fewer cells with text per grid position: boxes of a diagram, not a table
+STACKED = 3  # numbers on this many lines of one cell, in two cells of a grid row: rows the rules miss
+MAX_CELL_WORDS = 40  # a grid of one or two rows with a cell this long frames running text
+_NUMBER = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?")
 _TOL = 1.0  # points: cell edges this close to a grid line are on it
 
 
@@ -60,7 +71,11 @@ def ruled_tables(page: pymupdf.Page, rules: Rules, words: list[Word]) -> list[tu
 
     ``rules``: the page's ``drawn_rules`` (with cells: ``has_cells``); ``words``: its ``page_words``.
     """
-    found = [(g, texts) for g in _grids_in(rules, words, None) if _usable(g, texts := _texts(g, words, page))]
+    found = [
+        (g, texts)
+        for g in _grids_in(rules, words, None)
+        if _usable(g, texts := _texts(g, words, page)) and _agrees(g, texts, words)
+    ]
     tables = []
     for g, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
         try:
@@ -111,6 +126,28 @@ def _texts(g: Grid, words: list[Word], page: pymupdf.Page) -> list[list[str]]:
 def _usable(g: Grid, texts: list[list[str]]) -> bool:
     """At least 2 × 2 with two cells holding text."""
     return g.row_count >= 2 and g.col_count >= 2 and sum(1 for row in texts for text in row if text) >= 2
+
+
+def _agrees(g: Grid, texts: list[list[str]], words: list[Word]) -> bool:
+    """Whether a grid is a table the text agrees with (module docstring: forms, boxes, missing row rules)."""
+    for j in range(g.col_count):
+        starts = [texts[i][j] for i, row in enumerate(g.rows) if row[j] is not None]
+        if len(starts) >= 2 and not any(starts):
+            return False  # a drawn column never filled: the boxes of a form
+    if g.row_count < 3 and max(len(t.split()) for row in texts for t in row) > MAX_CELL_WORDS:
+        return False  # a frame around running text
+    lines: dict[Box, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for w in words:
+        y = (w[1] + w[3]) / 2
+        cell = cell_at(g, (w[0] + w[2]) / 2, y)
+        if cell is not None:
+            lines[cell][round(y / max(w[3] - w[1], 1.0) * 2)].append(w[4])
+    stacked: dict[float, int] = defaultdict(int)  # grid row top → cells with numbers stacked in them
+    for cell, by_line in lines.items():
+        if sum(1 for ws in by_line.values() if _NUMBER.fullmatch(" ".join(ws))) >= STACKED:
+            stacked[cell[1]] += 1
+    return max(stacked.values(), default=0) < 2  # else: rows without rules between them
+    return True
 
 
 def _untangle(found: list[tuple[Grid, list[list[str]]]]) -> list[tuple[Grid, list[list[str]], int]]:

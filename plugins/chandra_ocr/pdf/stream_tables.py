@@ -14,7 +14,8 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   text column of the page) is dropped and the rest measured again.
 - Precision guards (prose, lists, tables of contents and reference lists are not tables): at
   least ``MIN_ROWS`` rows and ``MIN_COLS`` columns (two only with numbers in the second), short
-  cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, no dot leaders,
+  cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, dot leaders only
+  with ``LEADER_NUMERIC`` columns of numbers,
   no column made only of list markers or reference numbers.
 - Header rows: leading rows without numbers above the first body row — bounded by a drawn rule
   in the table's first rows where there is one (booktabs ``\\midrule``) — are headers.
@@ -37,11 +38,13 @@ MIN_COLS = 3
 MAX_WORDS = 4.0  # mean words per non-empty cell; more: prose set in columns
 MIN_FILL = 0.45  # non-empty cells per grid position
 MIN_NUMERIC_2COL = 0.5  # a two-column region needs this share of numbers in its second column
+LEADER_NUMERIC = 3  # dot leaders: a table of contents unless this many columns hold numbers
 PROSE_WORDS = 7  # a column whose cells have this many words (median) is running text
 _NUMERIC = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?")
 _MARKER = re.compile(
     r"^(?:[•◦▪▫●○■□‣⁃∙·➢►▶✓✔\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\[\d{1,4}\]|\(?[ivx]{1,4}[.)])$"
 )
+_DOTS = re.compile(r"[.…·]{1,}$|^[.…·]+$")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
 
 
@@ -57,7 +60,12 @@ class _Seg:
 
     @property
     def x1(self) -> float:
-        return max(w[2] for w in self.words)
+        """The right end of its text, dot leaders not counted (they run up to the next cell)."""
+        return max((w[2] for w in self.words if not _DOTS.fullmatch(w[4])), default=self.words[0][2])
+
+    @property
+    def n_words(self) -> int:
+        return sum(1 for w in self.words if not _DOTS.fullmatch(w[4]))
 
     @property
     def text(self) -> str:
@@ -131,15 +139,19 @@ def _rows(words: list[Word]) -> list[_Row]:
 
 
 def _segments(words: list[Word]) -> list[_Seg]:
+    """Gap-separated runs of words; dot leaders join the text before them, a number after them starts one."""
     height = statistics.median(w[3] - w[1] for w in words)
     segs: list[_Seg] = []
-    end = None
+    end = 0.0
     for w in words:
-        if end is not None and w[0] - end <= GAP * height:
+        dots = _DOTS.fullmatch(w[4]) is not None
+        after_leader = bool(segs) and _DOTS.search(segs[-1].words[-1][4]) is not None and _is_number(w[4])
+        if segs and (dots or (w[0] - end <= GAP * height and not after_leader)):
             segs[-1].words.append(w)
+            end = max(end, w[2])
         else:
             segs.append(_Seg([w]))
-        end = w[2] if end is None else max(end, w[2]) if w[0] - end <= GAP * height else w[2]
+            end = w[2]
     return segs
 
 
@@ -236,7 +248,7 @@ def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
 def _prose_side(region: list[_Row], cols: list[tuple[float, float]]) -> int | None:
     """The index of the first or last column when it holds running text (another column of the page)."""
     for k in (0, len(cols) - 1):
-        counts = [len(s.words) for r in region for s in r.segs if _overlaps(s, cols[k])]
+        counts = [s.n_words for r in region for s in r.segs if _overlaps(s, cols[k])]
         if counts and statistics.median(counts) >= PROSE_WORDS:
             return k
     return None
@@ -278,17 +290,18 @@ def _plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
     multi = sum(1 for row in grid if len(row) >= 2)
     if multi < MIN_ROWS or not texts:
         return False
-    if sum(len(t.split()) for t in texts) / len(texts) > MAX_WORDS:
+    if sum(len(_LEADER.sub(" ", t).split()) for t in texts) / len(texts) > MAX_WORDS:
         return False
     if sum(len(row) for row in grid) < MIN_FILL * len(grid) * n_cols:
-        return False
-    if sum(1 for t in texts if _LEADER.search(t)) >= 2:
         return False
     by_col: dict[int, list[str]] = {}
     for row in grid:
         for c, span, t in row:
             if span == 1:
                 by_col.setdefault(c, []).append(t)
+    numeric = sum(1 for col in by_col.values() if sum(map(_is_number, col)) >= 0.5 * len(col))
+    if sum(1 for t in texts if _LEADER.search(t)) >= 2 and numeric < LEADER_NUMERIC:
+        return False  # a table of contents
     for col in by_col.values():
         if len(col) >= 2 and sum(1 for t in col if _MARKER.match(t)) >= 0.8 * len(col):
             return False
