@@ -12,7 +12,8 @@ Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/st
   inside that cell.
 - Grids the text disagrees with are not tables (their words are left to ``pdf/stream_tables.py``):
   a drawn column no cell of which holds text (the boxes of a form), a grid of one or two rows
-  with a cell of more than ``MAX_CELL_WORDS`` words (a frame around running text), and two cells
+  with a cell of more than ``MAX_CELL_WORDS`` words, or any with a cell of twice that (a frame
+  around running text, or boxes around many rows), and two cells
   of a grid row holding numbers on ``STACKED`` lines or more (rules only every few rows: the rows
   are the text's).
 - Sparse grids are not tables: fewer than ``MIN_FILL`` cells with text per grid position is
@@ -134,8 +135,9 @@ def _agrees(g: Grid, texts: list[list[str]], words: list[Word]) -> bool:
         starts = [texts[i][j] for i, row in enumerate(g.rows) if row[j] is not None]
         if len(starts) >= 2 and not any(starts):
             return False  # a drawn column never filled: the boxes of a form
-    if g.row_count < 3 and max(len(t.split()) for row in texts for t in row) > MAX_CELL_WORDS:
-        return False  # a frame around running text
+    longest = max(len(t.split()) for row in texts for t in row)
+    if longest > 2 * MAX_CELL_WORDS or (g.row_count < 3 and longest > MAX_CELL_WORDS):
+        return False  # a frame around running text, or boxes around many rows
     lines: dict[Box, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
     for w in words:
         y = (w[1] + w[3]) / 2
@@ -154,8 +156,8 @@ def _untangle(found: list[tuple[Grid, list[list[str]]]]) -> list[tuple[Grid, lis
     """(grid, texts, rows to keep) with nesting resolved.
 
     A grid holding another one is a frame when the inner grid fills most of it (dropped);
-    otherwise it is a table whose ruling ran on into the next table: it keeps its rows above
-    the inner grid's top.
+    otherwise it is a table whose ruling ran on into the next table: it keeps its rows ending
+    above the inner grid's top (a row reaching down to it framed the text between the tables).
     """
     boxes = [pymupdf.Rect(g.bbox) for g, _ in found]
     out = []
@@ -164,10 +166,17 @@ def _untangle(found: list[tuple[Grid, list[list[str]]]]) -> list[tuple[Grid, lis
         if any(abs(b) > FRAME_SHARE * abs(boxes[i]) for b in inner):
             continue
         top = min((b.y0 for b in inner), default=float("inf"))
-        n_rows = sum(1 for y in g.row_tops if y < top - _TOL)
+        n_rows = 0  # the rows ending above the inner grid (a row running over it holds the text between)
+        while n_rows < g.row_count and _bottom(g, n_rows) <= top + _TOL:
+            n_rows += 1
         if n_rows >= 2:
             out.append((g, texts, n_rows))
     return out
+
+
+def _bottom(g: Grid, row: int) -> float:
+    """The lowest bottom of the cells starting in grid row ``row``."""
+    return max((c[3] for c in g.rows[row] if c), default=g.row_tops[row])
 
 
 def _holds(outer: pymupdf.Rect, inner: pymupdf.Rect) -> bool:

@@ -120,15 +120,26 @@ def with_table_blocks(
 
 
 def _owners(blocks: list[Block], words: list[Word]) -> list[list[int]]:
-    """For each block, the indices of the words whose centre it holds (each word in one block)."""
-    owner: list[list[int]] = [[] for _ in blocks]
-    rects = [pymupdf.Rect(b.bbox) + (-0.5, -0.5, 0.5, 0.5) if b.bbox else None for b in blocks]
+    """For each block, the indices of its words: those of the MuPDF block whose words' box matches
+    its box best (the text layer makes one block of each MuPDF block, so each word is in one block)."""
+    by_mupdf: dict[int, list[int]] = {}
     for i, w in enumerate(words):
-        for k, r in enumerate(rects):
-            if r is not None and blocks[k].label != "table" and _centre_in(w, r):
-                owner[k].append(i)
-                break
+        by_mupdf.setdefault(w[5], []).append(i)
+    rects = [pymupdf.Rect(b.bbox) if b.bbox and b.label != "table" else None for b in blocks]
+    owner: list[list[int]] = [[] for _ in blocks]
+    for ids in by_mupdf.values():
+        box = pymupdf.Rect(_box(words, ids))
+        overlaps = [_iou(r, box) if r is not None else -1.0 for r in rects]
+        k = max(range(len(rects)), key=overlaps.__getitem__, default=None)
+        if k is not None and rects[k] is not None and (overlaps[k] > 0 or rects[k].intersects(box)):
+            owner[k].extend(ids)
     return owner
+
+
+def _iou(a: pymupdf.Rect, b: pymupdf.Rect) -> float:
+    inter = abs(a & b)
+    union = abs(a) + abs(b) - inter
+    return inter / union if union > 0 else 0.0
 
 
 def _centre_in(w: Word, r: pymupdf.Rect) -> bool:

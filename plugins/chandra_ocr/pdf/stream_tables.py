@@ -17,8 +17,10 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, dot leaders only
   with ``LEADER_NUMERIC`` columns of numbers,
   no column made only of list markers or reference numbers.
-- Header rows: leading rows without numbers above the first body row — bounded by a drawn rule
-  in the table's first rows where there is one (booktabs ``\\midrule``) — are headers.
+- Header rows: the leading rows above the first body row (a label in the first column and a
+  number: years above it stay header) — bounded by a drawn rule in the table's first rows where
+  there is one (booktabs ``\\midrule``) — are headers; ``Table.header`` joins them per column.
+  A leading row of one or two cells spanning most columns is a title, left as text.
 """
 
 from __future__ import annotations
@@ -318,8 +320,13 @@ def _is_number(text: str) -> bool:
 
 
 def _header_rows(grid, region: list[_Row], h_rules, box: Box) -> int:
-    """Leading rows without numbers, above the first row with one; bounded by an early drawn rule."""
-    first_body = next((i for i, row in enumerate(grid) if any(_is_number(t) for _, _, t in row)), len(grid))
+    """Leading rows above the first body row (a label in the first column and a number; without a label
+    column, the first row with a number); bounded by an early drawn rule."""
+    numbers = [any(_is_number(t) for _, _, t in row) for row in grid]
+    labelled = [bool(row) and row[0][0] == 0 for row in grid]
+    first_body = next((i for i, row in enumerate(grid) if numbers[i] and labelled[i]), None)
+    if first_body is None:  # no label column: the first row with a number
+        first_body = next((i for i, n in enumerate(numbers) if n), len(grid))
     if first_body in (0, len(grid)):
         return 0
     width = box[2] - box[0]
