@@ -6,8 +6,9 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
 - Segments: within a row, words separated by less than ``GAP`` × the word height belong to one
   segment (a cell candidate); a wider gap separates cells.
 - Regions: runs of rows with two or more segments, vertically close (``ROW_GAP`` × the row
-  height); up to ``MAX_BRIDGE`` one-segment rows inside a run are kept (section labels,
-  wrapped cells), not at its ends.
+  height); up to ``MAX_BRIDGE`` one-segment rows inside a run (section labels, wrapped cells)
+  and just above it (header lines) are kept, not below it; a leading line with only a
+  first-column cell is a label above the table, left as text.
 - Columns: x ranges covered by the segments of at most ``SPAN_SHARE`` of the rows are gutters;
   the ranges between gutters are columns. A segment covering several columns is one cell
   spanning them (spanning headers). A prose column at a region's side (long segments: another
@@ -16,7 +17,7 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   least ``MIN_ROWS`` rows and ``MIN_COLS`` columns (two only with numbers in the second), short
   cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, dot leaders only
   with ``LEADER_NUMERIC`` columns of numbers,
-  no column made only of list markers or reference numbers.
+  no first column made only of list markers or reference numbers.
 - Header rows: the leading rows above the first body row (a label in the first column and a
   number: years above it stay header) — bounded by a drawn rule in the table's first rows where
   there is one (booktabs ``\\midrule``) — are headers; ``Table.header`` joins them per column.
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from chandra_ocr.pdf.ruled_grid import Box, Word
 
 GAP = 0.5  # × word height: a wider gap between words of a row separates cells
-ROW_GAP = 2.2  # × row height: a wider vertical gap ends a table region
+ROW_GAP = 3.0  # × row height: a wider vertical gap ends a table region
 MAX_BRIDGE = 2  # one-segment rows kept inside a region
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
@@ -42,7 +43,7 @@ MIN_FILL = 0.45  # non-empty cells per grid position
 MIN_NUMERIC_2COL = 0.5  # a two-column region needs this share of numbers in its second column
 LEADER_NUMERIC = 3  # dot leaders: a table of contents unless this many columns hold numbers
 PROSE_WORDS = 7  # a column whose cells have this many words (median) is running text
-_NUMERIC = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?")
+_NUMERIC = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?\s*[$€£¥]?")
 _MARKER = re.compile(
     r"^(?:[•◦▪▫●○■□‣⁃∙·➢►▶✓✔\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\[\d{1,4}\]|\(?[ivx]{1,4}[.)])$"
 )
@@ -158,19 +159,20 @@ def _segments(words: list[Word]) -> list[_Seg]:
 
 
 def _regions(rows: list[_Row]) -> list[list[_Row]]:
-    """Runs of multi-segment rows, close together, one-segment rows bridged inside."""
+    """Runs of multi-segment rows, close together, with up to ``MAX_BRIDGE`` one-segment rows inside
+    them and just above them (header lines); the run's last rows are multi-segment."""
     out: list[list[_Row]] = []
     run: list[_Row] = []
     bridge = 0
-    for row in rows:
-        close = bool(run) and row.y0 - run[-1].y1 <= ROW_GAP * max(row.height, run[-1].height)
+    for n, row in enumerate(rows):
+        close = bool(run) and _close(run[-1], row)
         if len(row.segs) >= 2:
             if run and close:
                 run.append(row)
             else:
                 if run:
                     out.append(run)
-                run = [row]
+                run = _lead(rows, n) + [row]
             bridge = 0
         elif run and close and bridge < MAX_BRIDGE:
             run.append(row)
@@ -184,11 +186,23 @@ def _regions(rows: list[_Row]) -> list[list[_Row]]:
     return [_trim(r) for r in out if sum(len(x.segs) >= 2 for x in r) >= MIN_ROWS]
 
 
+def _close(above: _Row, below: _Row) -> bool:
+    return below.y0 - above.y1 <= ROW_GAP * max(above.height, below.height)
+
+
+def _lead(rows: list[_Row], n: int) -> list[_Row]:
+    """The one-segment rows directly above row ``n`` (at most ``MAX_BRIDGE``, each close to the next)."""
+    lead: list[_Row] = []
+    k = n - 1
+    while k >= 0 and len(lead) < MAX_BRIDGE and len(rows[k].segs) == 1 and _close(rows[k], rows[k + 1]):
+        lead.insert(0, rows[k])
+        k -= 1
+    return lead
+
+
 def _trim(run: list[_Row]) -> list[_Row]:
     while run and len(run[-1].segs) < 2:
         run = run[:-1]
-    while run and len(run[0].segs) < 2:
-        run = run[1:]
     return run
 
 
@@ -231,8 +245,8 @@ def _table(region: list[_Row], h_rules, words: list[Word]) -> StreamTable | None
     else:
         return None
     grid = [_place(r, cols) for r in region]
-    while grid and _is_title(grid[0], len(cols)):
-        grid, region = grid[1:], region[1:]
+    while grid and (_is_title(grid[0], len(cols)) or (len(grid[0]) < 2 and grid[0][0][0] == 0)):
+        grid, region = grid[1:], region[1:]  # a title, or a label line above the table
     if not _plausible(grid, len(cols)):
         return None
     cells = [(i, c, 1, span, text) for i, row in enumerate(grid) for c, span, text in row]
@@ -304,9 +318,9 @@ def _plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
     numeric = sum(1 for col in by_col.values() if sum(map(_is_number, col)) >= 0.5 * len(col))
     if sum(1 for t in texts if _LEADER.search(t)) >= 2 and numeric < LEADER_NUMERIC:
         return False  # a table of contents
-    for col in by_col.values():
-        if len(col) >= 2 and sum(1 for t in col if _MARKER.match(t)) >= 0.8 * len(col):
-            return False
+    first = by_col.get(0, [])
+    if len(first) >= 2 and sum(1 for t in first if _MARKER.match(t)) >= 0.8 * len(first):
+        return False  # a list or a reference list
     if n_cols < MIN_COLS:
         if n_cols < 2:
             return False
