@@ -27,7 +27,7 @@ from chandra_ocr.pdf.stream_tables import StreamTable, stream_tables
 from chandra_ocr.pdf.text_layer import join_lines
 
 _CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[\dIVXLC]+\b", re.IGNORECASE)
-MIN_ROW_SPLITS = 4  # fewer side-by-side text lines: no table from word alignment is searched for
+MIN_ROW_SPLITS = 6  # fewer side-by-side text lines: no table from word alignment is searched for
 
 
 def page_tables(
@@ -125,21 +125,29 @@ def _owners(blocks: list[Block], words: list[Word]) -> list[list[int]]:
     by_mupdf: dict[int, list[int]] = {}
     for i, w in enumerate(words):
         by_mupdf.setdefault(w[5], []).append(i)
-    rects = [pymupdf.Rect(b.bbox) if b.bbox and b.label != "table" else None for b in blocks]
+    boxes = [b.bbox if b.bbox and b.label != "table" else None for b in blocks]
     owner: list[list[int]] = [[] for _ in blocks]
     for ids in by_mupdf.values():
-        box = pymupdf.Rect(_box(words, ids))
-        overlaps = [_iou(r, box) if r is not None else -1.0 for r in rects]
-        k = max(range(len(rects)), key=overlaps.__getitem__, default=None)
-        if k is not None and rects[k] is not None and (overlaps[k] > 0 or rects[k].intersects(box)):
+        box = _box(words, ids)
+        best, k = 0.0, None
+        for n, other in enumerate(boxes):
+            if other is not None and (score := _iou(other, box)) > best:
+                best, k = score, n
+        if k is not None:
             owner[k].extend(ids)
     return owner
 
 
-def _iou(a: pymupdf.Rect, b: pymupdf.Rect) -> float:
-    inter = abs(a & b)
-    union = abs(a) + abs(b) - inter
-    return inter / union if union > 0 else 0.0
+def _iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    """Intersection over union of two boxes; a box without area counts as a thin one."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w < 0 or h < 0:
+        return 0.0
+    inter = max(w, 0.1) * max(h, 0.1)
+    area_a = max(a[2] - a[0], 0.1) * max(a[3] - a[1], 0.1)
+    area_b = max(b[2] - b[0], 0.1) * max(b[3] - b[1], 0.1)
+    return inter / (area_a + area_b - inter)
 
 
 def _centre_in(w: Word, r: pymupdf.Rect) -> bool:

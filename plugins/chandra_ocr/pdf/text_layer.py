@@ -22,6 +22,7 @@ _UNMAPPED = pymupdf.mupdf.FZ_STEXT_UNICODE_IS_CID | pymupdf.mupdf.FZ_STEXT_UNICO
 _BOLD_CHAR = pymupdf.mupdf.FZ_STEXT_BOLD
 
 BAND = 0.06  # share of the page height treated as the header / footer band
+CELL_SHARE = 0.3  # a text line narrower than this share of the page width may be a table cell
 RUNNING_BAND = 0.15  # a one-line block this close to the edge with a page number is a running header
 _PAGE_NUMBER = re.compile(
     r"(?:^|\s)(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})$|^(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})(?:\s|$)"
@@ -42,7 +43,9 @@ class TextStats:
     bad_glyph_ratio: float  # share of U+FFFD / private-use / control / unmapped-glyph characters
     invisible_ratio: float  # share drawn invisibly (render mode 3: typically an earlier OCR layer)
     image_cover: float | None = None  # share of the page covered by its largest image; None: not measured
-    row_splits: int = 0  # text lines starting right of another line on the same row (cells side by side)
+    row_splits: int = (
+        0  # short text lines starting right of another line on the same row (cells side by side)
+    )
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,11 @@ def read_page(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> P
         blocks = [_label(raw, body, height, edges) for raw in raws]
     n = tally.chars
     stats = TextStats(
-        n, tally.bad / n if n else 0.0, tally.invisible / n if n else 0.0, None, _row_splits(tally.lines)
+        n,
+        tally.bad / n if n else 0.0,
+        tally.invisible / n if n else 0.0,
+        None,
+        _row_splits(tally.lines, page.rect.width),
     )
     return PageText(blocks=_reading_order(blocks), stats=stats)
 
@@ -166,13 +173,15 @@ def _read_block(block: dict, rotate: pymupdf.Matrix | None, tally: _Tally) -> _R
     return _Raw((bbox.x0, bbox.y0, bbox.x1, bbox.y1), text, len(lines), size, n_bold / n_block)
 
 
-def _row_splits(lines: list[tuple[float, float, float, float]]) -> int:
-    """How many lines start to the right of the line before them on the same row (by middles)."""
+def _row_splits(lines: list[tuple[float, float, float, float]], width: float) -> int:
+    """How many short lines (under ``CELL_SHARE`` of the page width: cells, not columns of prose)
+    start to the right of the line before them on the same row (by middles)."""
     n = 0
     prev = None
+    short = CELL_SHARE * width
     for x0, y0, x1, y1 in sorted(lines, key=lambda b: (round((b[1] + b[3]) / 2), b[0])):
         mid = (y0 + y1) / 2
-        if prev is not None and prev[1] <= mid <= prev[3] and x0 > prev[2]:
+        if prev is not None and prev[1] <= mid <= prev[3] and x0 > prev[2] and x1 - x0 < short:
             n += 1
         prev = (x0, y0, x1, y1)
     return n
