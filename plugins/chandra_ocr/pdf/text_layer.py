@@ -22,10 +22,12 @@ _UNMAPPED = pymupdf.mupdf.FZ_STEXT_UNICODE_IS_CID | pymupdf.mupdf.FZ_STEXT_UNICO
 _BOLD_CHAR = pymupdf.mupdf.FZ_STEXT_BOLD
 
 BAND = 0.06  # share of the page height treated as the header / footer band
+HEADING_WORDS = 12  # a longer block with a comma in it is a sentence, not a heading
+HEADING_RUN = 3  # this many headings of one level in a row are not headings
 CELL_SHARE = 0.3  # a text line narrower than this share of the page width may be a table cell
 RUNNING_BAND = 0.15  # a one-line block this close to the edge with a page number is a running header
 _PAGE_NUMBER = re.compile(
-    r"(?:^|\s)(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})$|^(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})(?:\s|$)"
+    r"(?:^|\s)(?:[A-Z]{1,2}-)?(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})$|^(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})(?:\s|$)"
 )
 _BAD_GLYPH = re.compile("[\ufffd\ue000-\uf8ff\U000f0000-\U0010ffff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _LIST_ITEM = re.compile(
@@ -83,7 +85,7 @@ def read_page(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> P
     if raws:
         body, height = _body_size(raws), page.rect.height
         edges = (min(raws, key=lambda r: r.bbox[1]), max(raws, key=lambda r: r.bbox[3]))
-        blocks = [_label(raw, body, height, edges) for raw in raws]
+        blocks = _demote_runs([_label(raw, body, height, edges) for raw in raws])
     n = tally.chars
     stats = TextStats(
         n,
@@ -92,7 +94,7 @@ def read_page(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> P
         None,
         _row_splits(tally.lines, page.rect.width),
     )
-    return PageText(blocks=_reading_order(blocks), stats=stats)
+    return PageText(blocks=reading_order(blocks), stats=stats)
 
 
 def text_blocks(page: pymupdf.Page) -> list[Block]:
@@ -260,8 +262,11 @@ def _band_label(raw: _Raw, height: float, edges: tuple[_Raw, _Raw]) -> str | Non
 
 
 def _heading_level(raw: _Raw, body: float) -> int | None:
-    """Heading level 1–4 for a short block clearly larger or bolder than the body text, else None."""
+    """Heading level 1–4 for a short block clearly larger or bolder than the body text that is not a
+    paragraph fragment (``_fragment``), else None."""
     if not body or raw.n_lines > 3 or len(raw.text) > 200 or not any(c.isalpha() for c in raw.text):
+        return None
+    if _fragment(raw.text):
         return None
     ratio = raw.size / body
     if ratio >= 1.6:
@@ -275,8 +280,34 @@ def _heading_level(raw: _Raw, body: float) -> int | None:
     return None
 
 
-def _reading_order(blocks: list[Block]) -> list[Block]:
-    """Page headers first, body in content-stream order (MuPDF's), page footers last; renumbered."""
+def _fragment(text: str) -> bool:
+    """Whether a short block reads as a piece of a paragraph, not a heading: it starts in lower case
+    (a continued sentence), ends in a comma, semicolon or hyphen, or runs past ``HEADING_WORDS``
+    words with a comma inside (a sentence)."""
+    first = next((c for c in text if c.isalpha()), "")
+    if first.islower() or text.rstrip().endswith((",", ";", "-")):
+        return True
+    return len(text.split()) > HEADING_WORDS and "," in text
+
+
+def _demote_runs(blocks: list[Block]) -> list[Block]:
+    """Headings of one level ``HEADING_RUN`` or more times in a row, nothing between them, are set
+    text (code, a list in a larger font, bold table cells): a heading stands over body text."""
+    out = list(blocks)
+    i = 0
+    while i < len(out):
+        j = i
+        while j < len(out) and out[j].label == "section_header" and out[j].level == out[i].level:
+            j += 1
+        if j - i >= HEADING_RUN:
+            out[i:j] = [replace(b, label="text", level=None) for b in out[i:j]]
+        i = max(j, i + 1)
+    return out
+
+
+def reading_order(blocks: list[Block]) -> list[Block]:
+    """A page's blocks in reading order: page headers, the body in content-stream order (MuPDF's),
+    page footers; renumbered."""
     heads = sorted((b for b in blocks if b.label == "page_header"), key=lambda b: (b.bbox[1], b.bbox[0]))
     feet = sorted((b for b in blocks if b.label == "page_footer"), key=lambda b: (b.bbox[1], b.bbox[0]))
     body = [b for b in blocks if b.label not in ("page_header", "page_footer")]

@@ -14,6 +14,7 @@ from chandra_ocr.config import PdfOptions
 from chandra_ocr.document import Block, Table
 from chandra_ocr.errors import BadDocumentError, ConfigError
 from chandra_ocr.pdf.page_tables import page_tables
+from chandra_ocr.pdf.running import label_running
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, TextStats, largest_image_share, read_page
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,8 @@ def triage_document(
                 result.text_blocks[page_no] = blocks
                 if tables:
                     result.tables[page_no] = tables
+    heights = {p.page_no: p.height_pt for p in result.pages}
+    result.text_blocks = label_running(result.text_blocks, heights)
     n_ocr = sum(p.route == "ocr" for p in result.pages)
     log.debug("triaged %s: %d pages, %d to OCR", pdf_path, result.n_pages, n_ocr)
     return result
