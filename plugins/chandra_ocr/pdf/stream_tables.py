@@ -7,10 +7,10 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   segment (a cell candidate); a wider gap separates cells.
 - Regions: runs of rows with two or more segments, vertically close (``ROW_GAP`` × the row
   height); up to ``MAX_BRIDGE`` one-segment rows inside a run (section labels, wrapped cells)
-  and just above it (header lines) are kept, not below it; a leading line with only a
+  and ``MAX_LEAD`` just above it (header lines) are kept, not below it; a leading line with only a
   first-column cell is a label above the table, left as text.
-- Columns: x ranges covered by the segments of at most ``SPAN_SHARE`` of the rows are gutters;
-  the ranges between gutters are columns. A segment covering several columns is one cell
+- Columns: x ranges covered by the segments of at most ``SPAN_SHARE`` of the multi-segment rows
+  are gutters; the ranges between gutters are columns. A segment covering several columns is one cell
   spanning them (spanning headers). A prose column at a region's side (long segments: another
   text column of the page) is dropped and the rest measured again.
 - Precision guards (prose, lists, tables of contents and reference lists are not tables): at
@@ -35,6 +35,7 @@ from chandra_ocr.pdf.ruled_grid import Box, Word
 GAP = 0.5  # × word height: a wider gap between words of a row separates cells
 ROW_GAP = 3.0  # × row height: a wider vertical gap ends a table region
 MAX_BRIDGE = 2  # one-segment rows kept inside a region
+MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
 MIN_COLS = 3
@@ -160,7 +161,7 @@ def _segments(words: list[Word]) -> list[_Seg]:
 
 def _regions(rows: list[_Row]) -> list[list[_Row]]:
     """Runs of multi-segment rows, close together, with up to ``MAX_BRIDGE`` one-segment rows inside
-    them and just above them (header lines); the run's last rows are multi-segment."""
+    them and ``MAX_LEAD`` just above them (header lines); the run's last rows are multi-segment."""
     out: list[list[_Row]] = []
     run: list[_Row] = []
     bridge = 0
@@ -191,10 +192,10 @@ def _close(above: _Row, below: _Row) -> bool:
 
 
 def _lead(rows: list[_Row], n: int) -> list[_Row]:
-    """The one-segment rows directly above row ``n`` (at most ``MAX_BRIDGE``, each close to the next)."""
+    """The one-segment rows directly above row ``n`` (at most ``MAX_LEAD``, each close to the next)."""
     lead: list[_Row] = []
     k = n - 1
-    while k >= 0 and len(lead) < MAX_BRIDGE and len(rows[k].segs) == 1 and _close(rows[k], rows[k + 1]):
+    while k >= 0 and len(lead) < MAX_LEAD and len(rows[k].segs) == 1 and _close(rows[k], rows[k + 1]):
         lead.insert(0, rows[k])
         k -= 1
     return lead
@@ -231,8 +232,8 @@ def _columns(segs: list[_Seg], n_rows: int) -> list[tuple[float, float]]:
 def _table(region: list[_Row], h_rules, words: list[Word]) -> StreamTable | None:
     """A region as a table, or None when it fails a guard."""
     for _ in range(3):
-        segs = [s for r in region for s in r.segs]
-        cols = _columns(segs, len(region))
+        multi = [r for r in region if len(r.segs) >= 2]  # one-segment rows (titles, labels) set no gutters
+        cols = _columns([s for r in multi for s in r.segs], len(multi))
         if len(cols) < 2:
             return None
         prose = _prose_side(region, cols)
