@@ -14,11 +14,13 @@ Grid rules (shared by every source):
   ``MAX_CELLS``, and the work spent marking spanned positions is bounded by ``MAX_CELLS``.
 - Header rows: the leading ``<thead>`` rows; else the leading rows made only of ``<th>``
   cells; else the first row if it *looks like a header* — the table has ≥ 2 rows, every
-  first-row cell is non-empty and non-numeric, and some later cell is numeric. Markdown
-  tables: the row above the delimiter row. Only cells in header rows get ``is_header``
-  (``<th>`` row headers in the body do not), and ``Table.header`` holds one label per
-  column: the column's texts in the header rows joined with " / " (repeats from spans and
-  empty parts dropped).
+  first-row cell is non-empty and non-numeric (or a year, beside a text cell), and some later
+  cell is a number other than a year; a first row of one cell spanning the table (a title) is
+  passed over and counted as a header row. Markdown tables: the row above the delimiter row.
+  Only cells in header rows get ``is_header`` (``<th>`` row headers in the body do not), and
+  ``Table.header`` holds one label per column: the column's texts in the header rows joined
+  with " / " (repeats from spans and empty parts dropped), title rows (one cell spanning every
+  column) left out — a title becomes the table's caption when it has none.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ MAX_ROWS = 5000
 MAX_COLS = 1000
 MAX_CELLS = 250_000
 
+_YEAR = re.compile(r"(?:19|20)\d\d")
 _NUMERIC = re.compile(r"[-+±−(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?")
 _DELIMITER_ROW = re.compile(r"\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?")
 _PIPE_SPLIT = re.compile(r"(?<!\\)\|")
@@ -276,10 +279,25 @@ def _html_header_rows(rows: list[_RawRow]) -> int:
         n += 1
     if n:
         return n
-    first_is_label_row = len(rows) >= 2 and all(c.text and not _is_numeric(c.text) for c in rows[0].cells)
-    if first_is_label_row and any(_is_numeric(c.text) for r in rows[1:] for c in r.cells if c.text):
-        return 1
+    title = int(len(rows) >= 3 and len(rows[0].cells) == 1 and rows[0].cells[0].colspan > 1)
+    cells = rows[title].cells if len(rows) > title else []
+    first_is_label_row = (
+        len(rows) >= 2 + title
+        and all(_label_like(c.text) for c in cells)
+        and any(not _is_numeric(c.text) for c in cells)
+    )
+    if first_is_label_row and any(
+        _is_numeric(c.text) and not _YEAR.fullmatch(c.text.strip())
+        for r in rows[1 + title :]
+        for c in r.cells
+    ):
+        return 1 + title
     return 0
+
+
+def _label_like(text: str) -> bool:
+    """A header cell: text, or a year (columns by year)."""
+    return bool(text) and (not _is_numeric(text) or bool(_YEAR.fullmatch(text.strip())))
 
 
 def _place(rows: list[_RawRow]) -> list[tuple[int, int, int, int, _RawCell]]:
@@ -336,14 +354,19 @@ def _build(
 
 
 def _with_header(table: Table, n_header: int) -> Table:
+    """Column labels from the header rows; a header row of one cell spanning every column is a title
+    (the caption, when the table has none), not part of every column's name."""
     if not n_header:
         return table
+    titles = [c for c in table.cells if c.row < n_header and c.colspan == table.n_cols and table.n_cols > 1]
+    skip = {c.row for c in titles}
+    caption = table.caption or (titles[0].text if titles else None)
     labels = []
-    head = grid(table)[:n_header]
+    head = [row for r, row in enumerate(grid(table)[:n_header]) if r not in skip]
     for col in range(table.n_cols):
         parts: list[str] = []
         for row in head:
             if row[col] and (not parts or parts[-1] != row[col]):
                 parts.append(row[col])
         labels.append(" / ".join(parts))
-    return dataclasses.replace(table, header=tuple(labels))
+    return dataclasses.replace(table, header=tuple(labels), caption=caption)

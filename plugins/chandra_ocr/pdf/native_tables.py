@@ -194,7 +194,8 @@ def _to_table(g: Grid, texts: list[list[str]], table_no: int) -> Table:
         ]
         for i, row in enumerate(g.rows[: len(texts)])
     ]
-    return table_from_rows(rows, table_no=table_no, bbox=_rounded(g.bbox))
+    bottom = max(_bottom(g, i) for i in range(len(texts)))  # rows cut above a table inside it
+    return table_from_rows(rows, table_no=table_no, bbox=_rounded((*g.bbox[:3], bottom)))
 
 
 def _covered(starts: list[float], first: int, end: float) -> int:
