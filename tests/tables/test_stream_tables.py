@@ -158,3 +158,18 @@ def test_every_word_is_in_exactly_one_block(corpus, path, page_no):
     for t in tables:
         got += _chars(" ".join(c.text for c in t.cells))
     assert got == _chars(" ".join(w[4] for w in words))
+
+
+@pytest.mark.corpus
+def test_a_table_box_running_over_the_next_paragraph_keeps_it_as_text(corpus):
+    """tabula's spanning_cells: the first table's ruling runs on over a paragraph into the second
+    table; the paragraph stays text, both two-line captions are found, the footer is a footer."""
+    with pymupdf.open(corpus / "tabula-java/src/test/resources/technology/tabula/spanning_cells.pdf") as doc:
+        blocks, tables = _tables(doc[0])
+    assert [t.caption.split(".")[0] for t in tables] == ["Table A4-12", "Table A4-13"]
+    assert all(t.caption.endswith("2007 to 2011") for t in tables)
+    assert not any("summarizes" in c.text for t in tables for c in t.cells)
+    assert any(b.label == "text" and "summarizes the projections" in b.text for b in blocks)
+    assert tables[0].header[1:] == ("2007", "2008", "2009", "2010", "2011")  # not the title row
+    (footer,) = [b for b in blocks if "A-42" in b.text]
+    assert footer.label == "page_footer"

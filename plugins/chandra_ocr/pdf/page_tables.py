@@ -26,7 +26,7 @@ from chandra_ocr.pdf.ruled_grid import Word, drawn_rules, has_cells, page_words
 from chandra_ocr.pdf.stream_tables import StreamTable, stream_tables
 from chandra_ocr.pdf.text_layer import join_lines
 
-_CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[\dIVXLC]+\b", re.IGNORECASE)
+_CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[A-Z]?[\dIVXLC]+\b", re.IGNORECASE)
 MIN_ROW_SPLITS = 6  # fewer side-by-side text lines: no table from word alignment is searched for
 
 
@@ -177,7 +177,12 @@ def _table_block(table: Table) -> Block:
 
 
 def _captions(blocks: list[Block], tables: list[Table]) -> tuple[list[Block], list[Table]]:
-    """Label "Table N …" blocks next to table blocks as captions; tables get the caption text."""
+    """Label "Table N …" blocks next to table blocks as captions; tables get the caption text.
+
+    A caption's second line set as its own block ("Table 3. Savings" over "by region, 2004") is
+    joined to it when it is one short line between the caption and the table.
+    """
+    blocks = _join_caption_lines(blocks)
     by_bbox = {t.bbox: t for t in tables}
     taken: set[int] = set()
     for i, b in enumerate(blocks):
@@ -186,10 +191,25 @@ def _captions(blocks: list[Block], tables: list[Table]) -> tuple[list[Block], li
         for j in (i - 1, i + 1):
             if 0 <= j < len(blocks) and j not in taken and _is_caption(blocks[j]):
                 taken.add(j)
-                blocks[j] = dataclasses.replace(blocks[j], label="caption")
+                blocks[j] = dataclasses.replace(blocks[j], label="caption", level=None)
                 by_bbox[b.bbox] = dataclasses.replace(by_bbox[b.bbox], caption=blocks[j].text)
                 break
     return blocks, [by_bbox[t.bbox] for t in tables]
+
+
+def _join_caption_lines(blocks: list[Block]) -> list[Block]:
+    out: list[Block] = []
+    for i, b in enumerate(blocks):
+        follows_caption = out and _is_caption(out[-1]) and not _is_caption(b)
+        before_table = i + 1 < len(blocks) and blocks[i + 1].label == "table"
+        short = b.label in ("text", "section_header") and "\n" not in b.text and len(b.text) <= 100
+        if follows_caption and before_table and short and b.bbox and out[-1].bbox:
+            box = out[-1].bbox
+            joined = (min(box[0], b.bbox[0]), box[1], max(box[2], b.bbox[2]), max(box[3], b.bbox[3]))
+            out[-1] = dataclasses.replace(out[-1], text=out[-1].text + " " + b.text, bbox=joined)
+        else:
+            out.append(b)
+    return out
 
 
 def _is_caption(block: Block) -> bool:
