@@ -18,6 +18,9 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, dot leaders only
   with ``LEADER_NUMERIC`` columns of numbers,
   no first column made only of list markers or reference numbers.
+- Wrapped cells: a body row set closer to the row above (by ``WRAP_GAP`` × its height) than
+  body rows usually are, with fewer cells, no numbers and text only in columns that row fills,
+  is joined to it.
 - Header rows: the leading rows above the first body row (a label in the first column and a
   number: years above it stay header) — bounded by a drawn rule in the table's first rows where
   there is one (booktabs ``\\midrule``) — are headers; ``Table.header`` joins them per column.
@@ -35,6 +38,7 @@ from chandra_ocr.pdf.ruled_grid import Box, Word
 GAP = 0.5  # × word height: a wider gap between words of a row separates cells
 ROW_GAP = 3.0  # × row height: a wider vertical gap ends a table region
 MAX_BRIDGE = 2  # one-segment rows kept inside a region
+WRAP_GAP = 0.4  # × row height: a body row this much closer to the one above than usual wraps it
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
@@ -250,11 +254,38 @@ def _table(region: list[_Row], h_rules, words: list[Word]) -> StreamTable | None
         grid, region = grid[1:], region[1:]  # a title, or a label line above the table
     if not _plausible(grid, len(cols)):
         return None
-    cells = [(i, c, 1, span, text) for i, row in enumerate(grid) for c, span, text in row]
     box = _bbox([w for r in region for s in r.segs for w in s.words])
     used = frozenset(w[8] for r in region for s in r.segs for w in s.words)
     n_header = _header_rows(grid, region, h_rules, box)
+    grid = _join_wrapped(grid, region, n_header)
+    cells = [(i, c, 1, span, text) for i, row in enumerate(grid) for c, span, text in row]
     return StreamTable(box, len(grid), len(cols), cells, n_header, used)
+
+
+def _join_wrapped(grid: list[list[tuple[int, int, str]]], region: list[_Row], n_header: int):
+    """Body rows with their wrapped lines joined: a row closer to the row above by ``WRAP_GAP`` × its
+    height than body rows usually are, with fewer cells, no numbers, and text only in columns the
+    row above fills, continues it."""
+    gaps = [b.y0 - a.y1 for a, b in zip(region[n_header:], region[n_header + 1 :], strict=False)]
+    if len(gaps) < 2:
+        return grid
+    usual = statistics.median(gaps)
+    out = grid[: n_header + 1]
+    for i in range(n_header + 1, len(grid)):
+        gap = region[i].y0 - region[i - 1].y1
+        above = {c: k for k, (c, _, _) in enumerate(out[-1])}
+        continues = len(grid[i]) < len(out[-1]) and all(
+            c in above and not _is_number(t) for c, _, t in grid[i]
+        )
+        if gap <= usual - WRAP_GAP * region[i].height and continues:
+            row = list(out[-1])
+            for c, _, text in grid[i]:
+                first, span, prev = row[above[c]]
+                row[above[c]] = (first, span, prev + " " + text)
+            out[-1] = row
+        else:
+            out.append(grid[i])
+    return out
 
 
 def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
