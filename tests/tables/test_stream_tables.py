@@ -173,3 +173,24 @@ def test_a_table_box_running_over_the_next_paragraph_keeps_it_as_text(corpus):
     assert tables[0].header[1:] == ("2007", "2008", "2009", "2010", "2011")  # not the title row
     (footer,) = [b for b in blocks if "A-42" in b.text]
     assert footer.label == "page_footer"
+
+
+def test_two_tables_side_by_side_are_two_tables():
+    lines = [
+        [
+            (72, str(n)),
+            (110, str(100 + n)),
+            (150, str(200 + n)),
+            (330, str(30 + n)),
+            (370, str(130 + n)),
+            (410, "x"),
+        ]
+        for n in range(1, 9)
+    ]
+    _, tables = _tables(_page(lines)[0])
+    assert [(t.n_rows, t.n_cols) for t in tables] == [(8, 3), (8, 3)]
+    assert anchor_grid(tables[0])[0] == ["1", "101", "201"] and anchor_grid(tables[1])[-1] == [
+        "38",
+        "138",
+        "x",
+    ]

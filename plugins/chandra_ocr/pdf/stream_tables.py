@@ -12,7 +12,8 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
 - Columns: x ranges covered by the segments of at most ``SPAN_SHARE`` of the multi-segment rows
   are gutters; the ranges between gutters are columns. A segment covering several columns is one cell
   spanning them (spanning headers). A prose column at a region's side (long segments: another
-  text column of the page) is dropped and the rest measured again.
+  text column of the page) is dropped and the rest measured again. Two tables side by side: a
+  gutter ``SIDE_GAP`` times wider than the others between two groups of as many columns.
 - Precision guards (prose, lists, tables of contents and reference lists are not tables): at
   least ``MIN_ROWS`` rows and ``MIN_COLS`` columns (two only with numbers in the second), short
   cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, dot leaders only
@@ -39,6 +40,7 @@ GAP = 0.5  # × word height: a wider gap between words of a row separates cells
 ROW_GAP = 3.0  # × row height: a wider vertical gap ends a table region
 MAX_BRIDGE = 2  # one-segment rows kept inside a region
 WRAP_GAP = 0.4  # × row height: a body row this much closer to the one above than usual wraps it
+SIDE_GAP = 2.5  # a gutter this many times the others' median between equal column groups: two tables
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
@@ -114,9 +116,32 @@ def stream_tables(words: list[Word], h_rules: list[tuple[float, float, float]] =
     rows = _rows(words)
     out = []
     for region in _regions(rows):
-        table = _table(region, h_rules, words)
-        if table is not None:
-            out.append(table)
+        out += [t for part in _side_by_side(region) if (t := _table(part, h_rules, words)) is not None]
+    return out
+
+
+def _side_by_side(region: list[_Row]) -> list[list[_Row]]:
+    """The region, or its two halves when a gutter ``SIDE_GAP`` times wider than the others splits
+    its columns into two groups of the same number (two tables set side by side)."""
+    multi = [r for r in region if len(r.segs) >= 2]
+    cols = _columns([s for r in multi for s in r.segs], len(multi)) if multi else []
+    if len(cols) < 4:
+        return [region]
+    gutters = [b[0] - a[1] for a, b in zip(cols, cols[1:], strict=False)]
+    k = max(range(len(gutters)), key=gutters.__getitem__)
+    others = gutters[:k] + gutters[k + 1 :]
+    if k + 1 != len(cols) - k - 1 or gutters[k] < SIDE_GAP * statistics.median(others):
+        return [region]
+    cut = (cols[k][1] + cols[k + 1][0]) / 2
+    halves = [_keep(region, lambda seg: seg.x1 < cut), _keep(region, lambda seg: seg.x0 > cut)]
+    return [[r for r in half if r.segs] for half in halves]
+
+
+def _keep(region: list[_Row], wanted) -> list[_Row]:
+    out = []
+    for r in region:
+        segs = [s for s in r.segs if wanted(s)]
+        out.append(_Row(r.y0, r.y1, [w for s in segs for w in s.words], segs))
     return out
 
 
@@ -303,11 +328,7 @@ def _prose_side(region: list[_Row], cols: list[tuple[float, float]]) -> int | No
 
 
 def _without(region: list[_Row], col: tuple[float, float]) -> list[_Row]:
-    out = []
-    for r in region:
-        segs = [s for s in r.segs if not _overlaps(s, col)]
-        out.append(_Row(r.y0, r.y1, [w for s in segs for w in s.words], segs))
-    return out
+    return _keep(region, lambda seg: not _overlaps(seg, col))
 
 
 def _overlaps(seg: _Seg, col: tuple[float, float]) -> bool:
