@@ -196,3 +196,15 @@ def test_grids_have_the_shape_pymupdf_finds(corpus):
             ours = [(g.row_count, g.col_count) for g in grids]
             theirs = [(t.row_count, t.col_count) for t in page.find_tables().tables]
         assert sorted(ours) == sorted(theirs), f"{path.name} page {page_no}"
+
+
+def test_a_second_header_row_under_spanning_cells_is_header(corpus):
+    """camelot's foo.pdf: "Percent Fuel Savings" spans four columns over a second header row; the
+    column names combine both rows, and the body starts at the first row of numbers."""
+    (table,) = _tables(corpus / CAMELOT / "foo.pdf", 1)
+    assert table.header[:3] == ("Cycle Name", "KI (1/km)", "Distance (mi)")
+    assert table.header[3:] == tuple(
+        f"Percent Fuel Savings / {name}"
+        for name in ("Improved Speed", "Decreased Accel", "Eliminate Stops", "Decreased Idle")
+    )
+    assert {c.row for c in table.cells if c.is_header} == {0, 1}

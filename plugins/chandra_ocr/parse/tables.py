@@ -15,8 +15,9 @@ Grid rules (shared by every source):
 - Header rows: the leading ``<thead>`` rows; else the leading rows made only of ``<th>``
   cells; else the first row if it *looks like a header* — the table has ≥ 2 rows, every
   first-row cell is non-empty and non-numeric (or a year, beside a text cell), and some later
-  cell is a number other than a year; a first row of one cell spanning the table (a title) is
-  passed over and counted as a header row. Markdown tables: the row above the delimiter row.
+  cell is a number other than a year (with the rows its cells span down to: a second header row
+  under a spanning one); a first row of one cell spanning the table (a title) is passed over and
+  counted as a header row. Markdown tables: the row above the delimiter row.
   Only cells in header rows get ``is_header`` (``<th>`` row headers in the body do not), and
   ``Table.header`` holds one label per column: the column's texts in the header rows joined
   with " / " (repeats from spans and empty parts dropped), title rows (one cell spanning every
@@ -291,7 +292,8 @@ def _html_header_rows(rows: list[_RawRow]) -> int:
         for r in rows[1 + title :]
         for c in r.cells
     ):
-        return 1 + title
+        deepest = max(c.rowspan for c in cells)  # a header cell spanning rows down: those rows are header
+        return min(title + deepest, len(rows) - 1)
     return 0
 
 
