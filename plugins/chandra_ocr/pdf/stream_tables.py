@@ -18,7 +18,8 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   least ``MIN_ROWS`` rows and ``MIN_COLS`` columns (two only with numbers in the second), short
   cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, dot leaders only
   with ``LEADER_NUMERIC`` columns of numbers,
-  no first column made only of list markers or reference numbers.
+  no first column made only of list markers or reference numbers, no code (``CODE_SHARE`` of
+  the cells other than numbers with brackets, quotes, ``;`` or ``=``).
 - Wrapped cells: a body row set closer to the row above (by ``WRAP_GAP`` × its height) than
   body rows usually are, with fewer cells, no numbers and text only in columns that row fills,
   is joined to it.
@@ -48,6 +49,7 @@ MIN_COLS = 3
 MAX_WORDS = 4.0  # mean words per non-empty cell; more: prose set in columns
 MIN_FILL = 0.45  # non-empty cells per grid position
 MIN_NUMERIC_2COL = 0.5  # a two-column region needs this share of numbers in its second column
+CODE_SHARE = 0.5  # this share of the text cells with code punctuation: a listing, not a table
 LEADER_NUMERIC = 3  # dot leaders: a table of contents unless this many columns hold numbers
 PROSE_WORDS = 7  # a column whose cells have this many words (median) is running text
 _NUMERIC = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?\s*[$€£¥]?")
@@ -55,6 +57,7 @@ _MARKER = re.compile(
     r"^(?:[•◦▪▫●○■□‣⁃∙·➢►▶✓✔\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\[\d{1,4}\]|\(?[ivx]{1,4}[.)])$"
 )
 _DOTS = re.compile(r"[.…·]{1,}$|^[.…·]+$")
+_CODE = re.compile(r"[()\[\]{};=\"']")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
 
 
@@ -374,6 +377,9 @@ def _plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
     first = by_col.get(0, [])
     if len(first) >= 2 and sum(1 for t in first if _MARKER.match(t)) >= 0.8 * len(first):
         return False  # a list or a reference list
+    words = [t for t in texts if not _is_number(t)]
+    if words and sum(1 for t in words if _CODE.search(t)) >= CODE_SHARE * len(words):
+        return False  # program code set in columns
     if n_cols < MIN_COLS:
         if n_cols < 2:
             return False
