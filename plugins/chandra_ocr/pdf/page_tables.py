@@ -121,20 +121,22 @@ def with_table_blocks(
 
 def _owners(blocks: list[Block], words: list[Word]) -> list[list[int]]:
     """For each block, the indices of its words: those of the MuPDF block whose words' box matches
-    its box best (the text layer makes one block of each MuPDF block, so each word is in one block)."""
+    its box best, one MuPDF block per block (the text layer makes one block of each MuPDF block, so
+    each word is in one block; blocks drawn over each other get one MuPDF block each)."""
     by_mupdf: dict[int, list[int]] = {}
     for i, w in enumerate(words):
         by_mupdf.setdefault(w[5], []).append(i)
     boxes = [b.bbox if b.bbox and b.label != "table" else None for b in blocks]
-    owner: list[list[int]] = [[] for _ in blocks]
-    for ids in by_mupdf.values():
+    pairs = []
+    for key, ids in by_mupdf.items():
         box = _box(words, ids)
-        best, k = 0.0, None
-        for n, other in enumerate(boxes):
-            if other is not None and (score := _iou(other, box)) > best:
-                best, k = score, n
-        if k is not None:
-            owner[k].extend(ids)
+        pairs += [(-score, n, key) for n, other in enumerate(boxes) if other and (score := _iou(other, box))]
+    owner: list[list[int]] = [[] for _ in blocks]
+    taken: set[int] = set()
+    for _, n, key in sorted(pairs):
+        if not owner[n] and key not in taken:
+            owner[n] = by_mupdf[key]
+            taken.add(key)
     return owner
 
 

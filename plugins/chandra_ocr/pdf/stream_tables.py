@@ -265,7 +265,7 @@ def _table(region: list[_Row], h_rules, words: list[Word]) -> StreamTable | None
     """A region as a table, or None when it fails a guard."""
     for _ in range(3):
         multi = [r for r in region if len(r.segs) >= 2]  # one-segment rows (titles, labels) set no gutters
-        cols = _columns([s for r in multi for s in r.segs], len(multi))
+        cols = _columns([s for r in multi for s in r.segs], len(multi)) if multi else []
         if len(cols) < 2:
             return None
         prose = _prose_side(region, cols)
