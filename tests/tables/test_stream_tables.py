@@ -87,6 +87,7 @@ STREAM_CASES = [
     ("tabula/12s0324.pdf", "data_stream_two_tables_2", 0.75),
     ("stream_inner_outer_columns.pdf", "data_stream_inner_outer_columns", 0.95),
     ("mexican_towns.pdf", "data_stream_columns", 0.9),
+    ("tabula/m27.pdf", "data_stream_split_text", 0.85),  # two columns closer than a cell gap
 ]
 
 

@@ -11,8 +11,10 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   first-column cell is a label above the table, left as text.
 - Columns: x ranges covered by the segments of at most ``SPAN_SHARE`` of the multi-segment rows
   are gutters; the ranges between gutters are columns. A segment covering several columns is one cell
-  spanning them (spanning headers). A prose column at a region's side (long segments: another
-  text column of the page) is dropped and the rest measured again. Two tables side by side: a
+  spanning them (spanning headers). A column most of whose cells have a word gap at the same x is
+  two columns set closer than a cell gap (``SPLIT_GAP``, ``SPLIT_SHARE``). A prose column at a
+  region's side (long segments: another text column of the page) is dropped and the rest
+  measured again. Two tables side by side: a
   gutter ``SIDE_GAP`` times wider than the others between two groups of as many columns.
 - Precision guards (prose, lists, tables of contents and reference lists are not tables): at
   least ``MIN_ROWS`` rows and ``MIN_COLS`` columns (two only with numbers in the second), short
@@ -42,6 +44,8 @@ ROW_GAP = 3.0  # × row height: a wider vertical gap ends a table region
 MAX_BRIDGE = 2  # one-segment rows kept inside a region
 WRAP_GAP = 0.4  # × row height: a body row this much closer to the one above than usual wraps it
 SIDE_GAP = 2.5  # a gutter this many times the others' median between equal column groups: two tables
+SPLIT_GAP = 0.3  # × word height: a word gap this wide, at one x in most cells of a column, splits it
+SPLIT_SHARE = 0.8
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
@@ -277,6 +281,7 @@ def _table(region: list[_Row], h_rules, words: list[Word]) -> StreamTable | None
             return None
     else:
         return None
+    region, cols = _split_columns(region, cols)
     grid = [_place(r, cols) for r in region]
     while grid and (_is_title(grid[0], len(cols)) or (len(grid[0]) < 2 and grid[0][0][0] == 0)):
         grid, region = grid[1:], region[1:]  # a title, or a label line above the table
@@ -314,6 +319,49 @@ def _join_wrapped(grid: list[list[tuple[int, int, str]]], region: list[_Row], n_
         else:
             out.append(grid[i])
     return out
+
+
+def _split_columns(region: list[_Row], cols: list[tuple[float, float]]):
+    """The region and its columns with each column split where ``SPLIT_SHARE`` of its cells have a
+    word gap (of ``SPLIT_GAP`` × the word height at least) at the same x: two columns set closer
+    than a cell gap ("648765 AAA")."""
+    cuts: dict[int, float] = {}
+    for k, col in enumerate(cols):
+        inside = [s for r in region for s in r.segs if col[0] <= s.x0 and s.x1 <= col[1]]
+        gaps = [
+            [(a[2], b[0]) for a, b in zip(s.words, s.words[1:], strict=False) if _wide(a, b)] for s in inside
+        ]
+        for lo, hi in sorted({g for seg in gaps for g in seg}):
+            x = (lo + hi) / 2
+            hits = sum(any(a < x < b for a, b in seg) for seg in gaps)
+            if len(inside) >= MIN_ROWS and hits >= SPLIT_SHARE * len(inside):
+                cuts[k] = x
+                break
+    if not cuts:
+        return region, cols
+    out = []
+    for r in region:
+        segs = []
+        for seg in r.segs:
+            x = next((x for k, x in cuts.items() if cols[k][0] <= seg.x0 and seg.x1 <= cols[k][1]), None)
+            parts = (
+                [[w for w in seg.words if w[2] <= x], [w for w in seg.words if w[2] > x]]
+                if x
+                else [seg.words]
+            )
+            segs += [_Seg(p) for p in parts if p]
+        out.append(_Row(r.y0, r.y1, r.words, segs))
+    split: list[tuple[float, float]] = []
+    for k, (a, b) in enumerate(cols):
+        split += [(a, cuts[k] - 1), (cuts[k] + 1, b)] if k in cuts else [(a, b)]
+    return out, split
+
+
+def _wide(a: Word, b: Word) -> bool:
+    """Whether words ``a`` and ``b`` of one segment are ``SPLIT_GAP`` × their height apart or more
+    (dot leaders not counted)."""
+    dots = _DOTS.fullmatch(a[4]) or _DOTS.fullmatch(b[4])
+    return not dots and b[0] - a[2] >= SPLIT_GAP * (b[3] - b[1])
 
 
 def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
