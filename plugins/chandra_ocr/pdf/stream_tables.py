@@ -33,6 +33,7 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -180,7 +181,8 @@ def _rows(words: list[Word]) -> list[_Row]:
 
 def _segments(words: list[Word]) -> list[_Seg]:
     """Gap-separated runs of words; dot leaders join the text before them, a number after them starts one."""
-    height = statistics.median(w[3] - w[1] for w in words)
+    heights = sorted(w[3] - w[1] for w in words)
+    height = heights[len(heights) // 2]
     segs: list[_Seg] = []
     end = 0.0
     for w in words:
@@ -247,10 +249,11 @@ def _columns(segs: list[_Seg], n_rows: int) -> list[tuple[float, float]]:
     """Column x ranges: between gutters that at most ``SPAN_SHARE`` of the rows cross."""
     x0 = int(min(s.x0 for s in segs))
     x1 = int(max(s.x1 for s in segs)) + 1
-    cover = [0] * (x1 - x0 + 1)
+    steps = [0] * (x1 - x0 + 2)  # +1 where a segment starts, -1 after it ends
     for s in segs:
-        for x in range(int(s.x0) - x0, int(s.x1) - x0 + 1):
-            cover[x] += 1
+        steps[int(s.x0) - x0] += 1
+        steps[int(s.x1) - x0 + 1] -= 1
+    cover = list(itertools.accumulate(steps[:-1]))
     limit = SPAN_SHARE * n_rows
     cols: list[tuple[float, float]] = []
     start = None
