@@ -14,8 +14,8 @@ Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/st
   a drawn column no cell of which holds text (the boxes of a form), a grid of one or two rows
   with a cell of more than ``MAX_CELL_WORDS`` words, or any with a cell of twice that (a frame
   around running text, or boxes around many rows), and two cells
-  of a grid row holding numbers on ``STACKED`` lines or more (rules only every few rows: the rows
-  are the text's).
+  of a grid row holding numbers on ``STACKED`` lines or more, or a cell with two lines ending in
+  dot leaders (rules only every few rows: the rows are the text's).
 - Sparse grids are not tables: fewer than ``MIN_FILL`` cells with text per grid position is
   the boxes of a diagram (callouts with arrows), kept as text.
 - Merged cells keep their spans: a cell's ``rowspan``/``colspan`` are the grid rows and columns
@@ -52,6 +52,7 @@ FRAME_SHARE = 0.5  # one cell covering more than this share of its table: a fram
 MIN_FILL = 0.3  # fewer cells with text per grid position: boxes of a diagram, not a table
 STACKED = 3  # numbers on this many lines of one cell, in two cells of a grid row: rows the rules miss
 MAX_CELL_WORDS = 40  # a grid of one or two rows with a cell this long frames running text
+_LEADER_END = re.compile(r"(?:\.\s?){4,}$|…{2,}$")
 _NUMBER = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?")
 _TOL = 1.0  # points: cell edges this close to a grid line are on it
 
@@ -146,10 +147,12 @@ def _agrees(g: Grid, texts: list[list[str]], words: list[Word]) -> bool:
             lines[cell][round(y / max(w[3] - w[1], 1.0) * 2)].append(w[4])
     stacked: dict[float, int] = defaultdict(int)  # grid row top → cells with numbers stacked in them
     for cell, by_line in lines.items():
-        if sum(1 for ws in by_line.values() if _NUMBER.fullmatch(" ".join(ws))) >= STACKED:
+        texts_of = [" ".join(ws) for ws in by_line.values()]
+        if sum(1 for t in texts_of if _LEADER_END.search(t)) >= 2:
+            return False  # items with dot leaders on two lines of one cell: rows without rules
+        if sum(1 for t in texts_of if _NUMBER.fullmatch(t)) >= STACKED:
             stacked[cell[1]] += 1
     return max(stacked.values(), default=0) < 2  # else: rows without rules between them
-    return True
 
 
 def _untangle(found: list[tuple[Grid, list[list[str]]]]) -> list[tuple[Grid, list[list[str]], int]]:

@@ -254,7 +254,7 @@ def _columns(segs: list[_Seg], n_rows: int) -> list[tuple[float, float]]:
         steps[int(s.x0) - x0] += 1
         steps[int(s.x1) - x0 + 1] -= 1
     cover = list(itertools.accumulate(steps[:-1]))
-    limit = SPAN_SHARE * n_rows
+    limit = max(1.0, SPAN_SHARE * n_rows) if n_rows >= 4 else SPAN_SHARE * n_rows  # one stray row may cross
     cols: list[tuple[float, float]] = []
     start = None
     for x, n in enumerate(cover):
@@ -422,7 +422,9 @@ def _plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
         for c, span, t in row:
             if span == 1:
                 by_col.setdefault(c, []).append(t)
-    numeric = sum(1 for col in by_col.values() if sum(map(_is_number, col)) >= 0.5 * len(col))
+    numeric = sum(
+        1 for col in by_col.values() if sum(_is_number(_LEADER.sub(" ", t)) for t in col) >= 0.5 * len(col)
+    )
     if sum(1 for t in texts if _LEADER.search(t)) >= 2 and numeric < LEADER_NUMERIC:
         return False  # a table of contents
     first = by_col.get(0, [])
