@@ -2,8 +2,9 @@
 
 - Ruled tables first (``pdf/native_tables.py``, searched only when the drawn edges enclose cells),
   then tables from word alignment (``pdf/stream_tables.py``) among the words no ruled table
-  holds, searched only when at least ``MIN_ROW_SPLITS`` text lines start beside another line on
-  the same row (``TextStats.row_splits``, counted in the one text pass) or rules were drawn.
+  holds (nor page headers/footers), searched only when at least ``MIN_ROW_SPLITS`` text lines
+  start beside another line on the same row (``TextStats.row_splits``, counted in the one text
+  pass) or rules were drawn.
 - Blocks: a text block keeps the words no table took (rebuilt from them when some were taken,
   dropped when none are left), so every word of the page is in one block, a table's words in
   its ``table`` block only. A table block takes the place of the first block it took words from.
@@ -27,6 +28,7 @@ from chandra_ocr.pdf.stream_tables import StreamTable, stream_tables
 from chandra_ocr.pdf.text_layer import join_lines
 
 _CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[A-Z]?[\dIVXLC]+\b", re.IGNORECASE)
+_EDGE = ("page_header", "page_footer")
 MIN_ROW_SPLITS = 6  # fewer side-by-side text lines: no table from word alignment is searched for
 
 
@@ -46,6 +48,7 @@ def page_tables(
     found = ruled_tables(page, rules, words) if ruled else []
     taken = frozenset().union(*(used for _, used in found))
     boxes = [pymupdf.Rect(t.bbox) for t, _ in found]
+    boxes += [pymupdf.Rect(b.bbox) for b in blocks if b.label in _EDGE and b.bbox]  # running lines: no cells
     free = [i for i, w in enumerate(words) if i not in taken and not any(_centre_in(w, b) for b in boxes)]
     h_rules = rules.h if rules is not None else []
     for st in stream_tables([words[i] for i in free], h_rules):

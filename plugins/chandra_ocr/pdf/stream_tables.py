@@ -7,7 +7,8 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   segment (a cell candidate); a wider gap separates cells.
 - Regions: runs of rows with two or more segments, vertically close (``ROW_GAP`` × the row
   height); up to ``MAX_BRIDGE`` one-segment rows inside a run (section labels, wrapped cells)
-  and ``MAX_LEAD`` just above it (header lines) are kept, not below it; a leading line with only a
+  and ``MAX_LEAD`` just above it (header lines) are kept, not below it, nor a last row of text
+  set ``APART`` usual row gaps below the others; a leading line with only a
   first-column cell is a label above the table, left as text.
 - Columns: x ranges covered by the segments of at most ``SPAN_SHARE`` of the multi-segment rows
   are gutters; the ranges between gutters are columns. A segment covering several columns is one cell
@@ -18,8 +19,8 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   gutter ``SIDE_GAP`` times wider than the others between two groups of as many columns.
 - Precision guards (prose, lists, tables of contents and reference lists are not tables): at
   least ``MIN_ROWS`` rows and ``MIN_COLS`` columns (two only with numbers in the second), short
-  cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, dot leaders only
-  with ``LEADER_NUMERIC`` columns of numbers,
+  cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, no dot leaders
+  running to a last column of page numbers,
   no first column made only of list markers or reference numbers, no code (``CODE_SHARE`` of
   the cells other than numbers with brackets, quotes, ``;`` or ``=``).
 - Wrapped cells: a body row set closer to the row above (by ``WRAP_GAP`` × its height) than
@@ -47,6 +48,7 @@ WRAP_GAP = 0.4  # × row height: a body row this much closer to the one above th
 SIDE_GAP = 2.5  # a gutter this many times the others' median between equal column groups: two tables
 SPLIT_GAP = 0.3  # × word height: a word gap this wide, at one x in most cells of a column, splits it
 SPLIT_SHARE = 0.8
+APART = 3.0  # a last row this many usual row gaps below the one above is not the table's
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
@@ -55,12 +57,12 @@ MAX_WORDS = 4.0  # mean words per non-empty cell; more: prose set in columns
 MIN_FILL = 0.45  # non-empty cells per grid position
 MIN_NUMERIC_2COL = 0.5  # a two-column region needs this share of numbers in its second column
 CODE_SHARE = 0.5  # this share of the text cells with code punctuation: a listing, not a table
-LEADER_NUMERIC = 3  # dot leaders: a table of contents unless this many columns hold numbers
 PROSE_WORDS = 7  # a column whose cells have this many words (median) is running text
 _NUMERIC = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?\s*[$€£¥]?")
 _MARKER = re.compile(
     r"^(?:[•◦▪▫●○■□‣⁃∙·➢►▶✓✔\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\[\d{1,4}\]|\(?[ivx]{1,4}[.)])$"
 )
+_PAGE_NO = re.compile(r"[.\s…]*(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})")
 _DOTS = re.compile(r"[.…·]{1,}$|^[.…·]+$")
 _CODE = re.compile(r"[()\[\]{};=\"']")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
@@ -240,8 +242,14 @@ def _lead(rows: list[_Row], n: int) -> list[_Row]:
 
 
 def _trim(run: list[_Row]) -> list[_Row]:
+    """The run without trailing one-segment rows, nor a last row of text (no numbers) set apart
+    (``APART`` × the usual row gap)."""
     while run and len(run[-1].segs) < 2:
         run = run[:-1]
+    gaps = [b.y0 - a.y1 for a, b in zip(run, run[1:], strict=False)]
+    apart = len(gaps) >= MIN_ROWS and gaps[-1] > APART * max(statistics.median(gaps), 1.0)
+    if apart and not any(_is_number(seg.text) for seg in run[-1].segs):
+        return _trim(run[:-1])  # a line below the table (a paragraph of the next column set)
     return run
 
 
@@ -422,11 +430,10 @@ def _plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
         for c, span, t in row:
             if span == 1:
                 by_col.setdefault(c, []).append(t)
-    numeric = sum(
-        1 for col in by_col.values() if sum(_is_number(_LEADER.sub(" ", t)) for t in col) >= 0.5 * len(col)
-    )
-    if sum(1 for t in texts if _LEADER.search(t)) >= 2 and numeric < LEADER_NUMERIC:
-        return False  # a table of contents
+    last = by_col.get(n_cols - 1, [])
+    pages = bool(last) and sum(1 for t in last if _PAGE_NO.fullmatch(t)) >= 0.8 * len(last)
+    if sum(1 for t in texts if _LEADER.search(t)) >= 2 and pages:
+        return False  # a table of contents: dot leaders to a column of page numbers
     first = by_col.get(0, [])
     if len(first) >= 2 and sum(1 for t in first if _MARKER.match(t)) >= 0.8 * len(first):
         return False  # a list or a reference list
