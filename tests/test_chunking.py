@@ -82,7 +82,7 @@ def test_no_chunk_is_over_the_limit_except_a_single_oversized_table_row(corpus, 
 
 def _header_rows(chunk) -> int:
     lines = chunk.text.splitlines()
-    sep = next(i for i, ln in enumerate(lines) if ln.startswith("|---"))
+    sep = next((i for i, ln in enumerate(lines) if ln.startswith("|---")), 0)  # none: no header repeated
     return sum(1 for ln in lines[:sep] if ln.startswith("|"))
 
 
@@ -212,3 +212,36 @@ def test_a_changed_block_changes_only_its_own_chunk_ids(corpus):
     kept = {c.chunk_id for c in before} & {c.chunk_id for c in after}
     assert len(kept) >= len(before) - 3  # only the chunks around the edit change
     assert {c.chunk_id for c in before} != {c.chunk_id for c in after}
+
+
+TABLE_PDFS = [
+    "pdfplumber/tests/pdfs/nics-background-checks-2015-11.pdf",
+    "pdfplumber/tests/pdfs/senate-expenditures.pdf",
+    "pdfplumber/tests/pdfs/federal-register-2020-17221.pdf",
+    "camelot/tests/files/health.pdf",
+    "camelot/tests/files/foo.pdf",
+    "docling/tests/data/pdf/sources/2305.03393v1-pg9.pdf",
+]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", TABLE_PDFS)
+def test_text_chunks_of_table_pages_keep_the_limit(corpus, path):
+    """Born-digital pages with tables (the triage route): text chunks never exceed ``max_tokens``; a
+    split table repeats at most half the limit (caption and header, else less), so a table chunk
+    over the limit is one row larger than the rest of the budget."""
+    from chandra_ocr.config import PdfOptions
+    from chandra_ocr.pdf.triage import triage_document
+
+    triage = triage_document(str(corpus / path), PdfOptions())
+    assert triage.tables, "the document has tables"
+    pages = [
+        Page(n, 612, 792, "text", "text", blocks=b, tables=triage.tables.get(n, []))
+        for n, b in triage.text_blocks.items()
+    ]
+    doc = Document("d" * 64, str(path), Path(path).name, 1, n_pages=len(pages), pages=pages)
+    max_tokens = 100
+    for chunk in chunk_document(doc, ChunkOptions(max_tokens=max_tokens, overlap_tokens=10)):
+        if chunk.n_tokens > max_tokens:
+            assert chunk.kind == "table", chunk.text[:200]
+            assert token_count(chunk.text.splitlines()[-1]) > max_tokens // 2, chunk.text[:300]

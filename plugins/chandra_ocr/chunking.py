@@ -160,20 +160,30 @@ def _table_drafts(
     whole = "\n".join([*head, header_md, *(_markdown_rows([r]) for r in body)])
     if token_count(whole) <= options.max_tokens or not body:
         return [_Draft("table", path, [_Piece(whole, page_no, bbox)])]
+    context = _repeated_context(head, header_md, table, options.max_tokens)
     drafts, group, group_tokens = [], [], 0
-    budget = options.max_tokens - token_count("\n".join([*head, header_md]))
+    budget = options.max_tokens - token_count("\n".join(context))
     for row in body:
         line = _markdown_rows([row])
         n = token_count(line)
         if group and group_tokens + n > budget:
-            drafts.append(
-                _Draft("table", path, [_Piece("\n".join([*head, header_md, *group]), page_no, bbox)])
-            )
+            drafts.append(_Draft("table", path, [_Piece("\n".join([*context, *group]), page_no, bbox)]))
             group, group_tokens = [], 0
         group.append(line)
         group_tokens += n
-    drafts.append(_Draft("table", path, [_Piece("\n".join([*head, header_md, *group]), page_no, bbox)]))
+    drafts.append(_Draft("table", path, [_Piece("\n".join([*context, *group]), page_no, bbox)]))
     return drafts
+
+
+def _repeated_context(head: list[str], header_md: str, table: Table, max_tokens: int) -> list[str]:
+    """What each row group of a split table repeats: caption and header rows; when that takes more
+    than half of ``max_tokens``, the header's column names as one row, then without the caption,
+    then nothing."""
+    names = _markdown_rows([list(table.header)], separator=True) if table.header else header_md
+    for context in ([*head, header_md], [*head, names], [names], []):
+        if token_count("\n".join(context)) <= max_tokens // 2:
+            return context
+    return []
 
 
 def _markdown_rows(rows: list[list[str]], separator: bool = False) -> str:

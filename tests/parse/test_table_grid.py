@@ -120,7 +120,8 @@ def test_bare_rows_without_table_tag_and_the_first_of_several_tables():
 def test_rows_of_cells_make_the_table_their_html_makes():
     """``table_from_rows`` (native tables) builds what ``table_from_html`` makes of its own HTML, and
     ``table_text`` renders the table as ``html_to_text`` renders that HTML: spans, an empty cell, an
-    all-empty row, markup characters, and the first row taken as a header by the HTML rule."""
+    all-empty row, markup characters, and the first row taken as a header by the HTML rule, with the
+    row its spanning "Name" reaches down to."""
     rows = [
         [("Name", 2, 1), ("Q1 & Q2", 1, 2)],
         [("<a>", 1, 1), ("", 1, 1)],
@@ -130,7 +131,8 @@ def test_rows_of_cells_make_the_table_their_html_makes():
     ]
     t = table_from_rows(rows, table_no=2, bbox=(1.0, 2.0, 3.0, 4.0))
     assert t == table_from_html(t.html, table_no=2, bbox=(1.0, 2.0, 3.0, 4.0), source="native")
-    assert t.header == ("Name", "Q1 & Q2", "Q1 & Q2") and [c.is_header for c in t.cells[:3]] == [1, 1, 0]
+    assert t.header == ("Name", "Q1 & Q2 / <a>", "Q1 & Q2")
+    assert [c.is_header for c in t.cells[:5]] == [1, 1, 1, 1, 0]
     assert table_text(t) == html_to_text(t.html) == "Name | Q1 & Q2\n<a> |\nx | 1.5 | 2\n| |\ny"
     with pytest.raises(ParseError):
         table_from_rows([[], []], table_no=1, bbox=None)

@@ -57,8 +57,10 @@ def _align(n: int, m: int, score: Callable[[int, int], int]) -> list[tuple[int, 
     return pairs
 
 
-def cell_match(expected: list[list[str]], got: list[list[str]]) -> float:
-    """The score defined in the module docstring (0.0 for an empty pair)."""
+def align_grids(
+    expected: list[list[str]], got: list[list[str]]
+) -> tuple[list[list[str]], list[list[str]], list[tuple[int, int]], list[tuple[int, int]]]:
+    """Both grids normalised and padded, with the aligned (row, row) and (column, column) pairs."""
     exp = [[norm(c) for c in row] for row in expected]
     out = [[norm(c) for c in row] for row in got]
     width_e = max((len(r) for r in exp), default=0)
@@ -76,7 +78,12 @@ def cell_match(expected: list[list[str]], got: list[list[str]]) -> float:
     def col_score(k: int, x: int) -> int:
         return sum(1 for i, j in rows if exp[i][k] and exp[i][k] == out[j][x])
 
-    cols = _align(width_e, width_o, col_score)
+    return exp, out, rows, _align(width_e, width_o, col_score)
+
+
+def cell_match(expected: list[list[str]], got: list[list[str]]) -> float:
+    """The score defined in the module docstring (0.0 for an empty pair)."""
+    exp, out, rows, cols = align_grids(expected, got)
     matched = sum(1 for i, j in rows for k, x in cols if exp[i][k] and exp[i][k] == out[j][x])
     total = max(sum(1 for r in exp for c in r if c), sum(1 for r in out for c in r if c))
     return matched / total if total else 0.0

@@ -23,7 +23,8 @@ from cell_match import anchor_grid, cell_match, filled_grid, norm
 
 from chandra_ocr.parse.html_text import html_to_text
 from chandra_ocr.parse.tables import table_from_html, table_text
-from chandra_ocr.pdf.native_tables import native_tables, with_table_blocks
+from chandra_ocr.pdf.native_tables import native_tables
+from chandra_ocr.pdf.page_tables import page_tables
 from chandra_ocr.pdf.text_layer import text_blocks
 
 pytestmark = pytest.mark.corpus
@@ -128,7 +129,7 @@ def test_table_blocks_replace_the_text_they_cover(corpus):
     path = corpus / CAMELOT / "background_lines_1.pdf"
     with pymupdf.open(path) as doc:
         page = doc[0]
-        blocks, tables = with_table_blocks(text_blocks(page), native_tables(page))
+        blocks, tables = page_tables(page, text_blocks(page))
     (table,) = tables
     table_blocks = [b for b in blocks if b.label == "table"]
     assert (
@@ -195,3 +196,15 @@ def test_grids_have_the_shape_pymupdf_finds(corpus):
             ours = [(g.row_count, g.col_count) for g in grids]
             theirs = [(t.row_count, t.col_count) for t in page.find_tables().tables]
         assert sorted(ours) == sorted(theirs), f"{path.name} page {page_no}"
+
+
+def test_a_second_header_row_under_spanning_cells_is_header(corpus):
+    """camelot's foo.pdf: "Percent Fuel Savings" spans four columns over a second header row; the
+    column names combine both rows, and the body starts at the first row of numbers."""
+    (table,) = _tables(corpus / CAMELOT / "foo.pdf", 1)
+    assert table.header[:3] == ("Cycle Name", "KI (1/km)", "Distance (mi)")
+    assert table.header[3:] == tuple(
+        f"Percent Fuel Savings / {name}"
+        for name in ("Improved Speed", "Decreased Accel", "Eliminate Stops", "Decreased Idle")
+    )
+    assert {c.row for c in table.cells if c.is_header} == {0, 1}

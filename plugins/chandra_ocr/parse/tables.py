@@ -14,11 +14,14 @@ Grid rules (shared by every source):
   ``MAX_CELLS``, and the work spent marking spanned positions is bounded by ``MAX_CELLS``.
 - Header rows: the leading ``<thead>`` rows; else the leading rows made only of ``<th>``
   cells; else the first row if it *looks like a header* — the table has ≥ 2 rows, every
-  first-row cell is non-empty and non-numeric, and some later cell is numeric. Markdown
-  tables: the row above the delimiter row. Only cells in header rows get ``is_header``
-  (``<th>`` row headers in the body do not), and ``Table.header`` holds one label per
-  column: the column's texts in the header rows joined with " / " (repeats from spans and
-  empty parts dropped).
+  first-row cell is non-empty and non-numeric (or a year, beside a text cell), and some later
+  cell is a number other than a year (with the rows its cells span down to: a second header row
+  under a spanning one); a first row of one cell spanning the table (a title) is passed over and
+  counted as a header row. Markdown tables: the row above the delimiter row.
+  Only cells in header rows get ``is_header`` (``<th>`` row headers in the body do not), and
+  ``Table.header`` holds one label per column: the column's texts in the header rows joined
+  with " / " (repeats from spans and empty parts dropped), title rows (one cell spanning every
+  column) left out — a title becomes the table's caption when it has none.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ MAX_ROWS = 5000
 MAX_COLS = 1000
 MAX_CELLS = 250_000
 
+_YEAR = re.compile(r"(?:19|20)\d\d")
 _NUMERIC = re.compile(r"[-+±−(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?")
 _DELIMITER_ROW = re.compile(r"\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?")
 _PIPE_SPLIT = re.compile(r"(?<!\\)\|")
@@ -101,18 +105,25 @@ def table_from_html(
     return _build(rows, n_header, table_no, bbox, source, caption or own_caption, fragment)
 
 
-def table_from_rows(rows: list[list[tuple[str, int, int]]], *, table_no: int, bbox: BBoxPt | None) -> Table:
+def table_from_rows(
+    rows: list[list[tuple[str, int, int]]], *, table_no: int, bbox: BBoxPt | None, n_header: int | None = None
+) -> Table:
     """Cells already cut into rows, ``(text, rowspan, colspan)`` each, as a native ``Table``.
 
     The same as ``table_from_html`` of the equivalent ``<tr>``/``<td>`` markup (kept as
-    ``Table.html``) for texts with whitespace already collapsed, without parsing it back: header
-    rows by the rule for tables without ``<thead>``/``<th>``. Raises ParseError when there are no cells.
+    ``Table.html``, the first ``n_header`` rows in ``<thead>``) for texts with whitespace already
+    collapsed, without parsing it back: header rows ``n_header`` when given, else by the rule for
+    tables without ``<thead>``/``<th>``. Raises ParseError when there are no cells.
     """
     raw = [_RawRow([_RawCell(t, min(rs, MAX_SPAN), min(cs, MAX_SPAN)) for t, rs, cs in row]) for row in rows]
     if not any(r.cells for r in raw):
         raise ParseError("no table cells")
-    markup = "<table>" + "".join("<tr>" + "".join(map(_td, row)) + "</tr>" for row in rows) + "</table>"
-    return _build(raw, _html_header_rows(raw), table_no, bbox, "native", None, markup)
+    if n_header is None:
+        n_header = _html_header_rows(raw)
+    trs = ["<tr>" + "".join(map(_td, row)) + "</tr>" for row in rows]
+    head = "<thead>" + "".join(trs[:n_header]) + "</thead><tbody>" if n_header else ""
+    markup = "<table>" + head + "".join(trs[n_header:]) + ("</tbody>" if n_header else "") + "</table>"
+    return _build(raw, n_header, table_no, bbox, "native", None, markup)
 
 
 def _td(cell: tuple[str, int, int]) -> str:
@@ -269,10 +280,26 @@ def _html_header_rows(rows: list[_RawRow]) -> int:
         n += 1
     if n:
         return n
-    first_is_label_row = len(rows) >= 2 and all(c.text and not _is_numeric(c.text) for c in rows[0].cells)
-    if first_is_label_row and any(_is_numeric(c.text) for r in rows[1:] for c in r.cells if c.text):
-        return 1
+    title = int(len(rows) >= 3 and len(rows[0].cells) == 1 and rows[0].cells[0].colspan > 1)
+    cells = rows[title].cells if len(rows) > title else []
+    first_is_label_row = (
+        len(rows) >= 2 + title
+        and all(_label_like(c.text) for c in cells)
+        and any(not _is_numeric(c.text) for c in cells)
+    )
+    if first_is_label_row and any(
+        _is_numeric(c.text) and not _YEAR.fullmatch(c.text.strip())
+        for r in rows[1 + title :]
+        for c in r.cells
+    ):
+        deepest = max(c.rowspan for c in cells)  # a header cell spanning rows down: those rows are header
+        return min(title + deepest, len(rows) - 1)
     return 0
+
+
+def _label_like(text: str) -> bool:
+    """A header cell: text, or a year (columns by year)."""
+    return bool(text) and (not _is_numeric(text) or bool(_YEAR.fullmatch(text.strip())))
 
 
 def _place(rows: list[_RawRow]) -> list[tuple[int, int, int, int, _RawCell]]:
@@ -329,14 +356,19 @@ def _build(
 
 
 def _with_header(table: Table, n_header: int) -> Table:
+    """Column labels from the header rows; a header row of one cell spanning every column is a title
+    (the caption, when the table has none), not part of every column's name."""
     if not n_header:
         return table
+    titles = [c for c in table.cells if c.row < n_header and c.colspan == table.n_cols and table.n_cols > 1]
+    skip = {c.row for c in titles}
+    caption = table.caption or (titles[0].text if titles else None)
     labels = []
-    head = grid(table)[:n_header]
+    head = [row for r, row in enumerate(grid(table)[:n_header]) if r not in skip]
     for col in range(table.n_cols):
         parts: list[str] = []
         for row in head:
             if row[col] and (not parts or parts[-1] != row[col]):
                 parts.append(row[col])
         labels.append(" / ".join(parts))
-    return dataclasses.replace(table, header=tuple(labels))
+    return dataclasses.replace(table, header=tuple(labels), caption=caption)

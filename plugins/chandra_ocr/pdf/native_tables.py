@@ -1,7 +1,6 @@
-"""Ruled tables of born-digital pages (``pdf/ruled_grid.py``) → ``Table``s; table blocks replace their text.
+"""Ruled tables of born-digital pages (``pdf/ruled_grid.py``) → ``Table``s (placed by ``pdf/page_tables.py``).
 
-Only tables drawn with lines are detected (the "lines" method): whitespace-aligned text is
-too often prose in columns to be called a table without a layout model, so it stays text.
+Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/stream_tables.py``.
 
 - A page is only searched when its drawn edges alone enclose two touching cells
   (``ruled_grid.has_cells``, before any word is read); pages with more than
@@ -11,6 +10,12 @@ too often prose in columns to be called a table without a layout model, so it st
 - Frames are not tables: a table whose area holds another table is dropped, and a table with
   one cell covering most of it (a frame around a ruled table) is replaced by the tables found
   inside that cell.
+- Grids the text disagrees with are not tables (their words are left to ``pdf/stream_tables.py``):
+  a drawn column no cell of which holds text (the boxes of a form), a grid of one or two rows
+  with a cell of more than ``MAX_CELL_WORDS`` words, or any with a cell of twice that (a frame
+  around running text, or boxes around many rows), and two cells
+  of a grid row holding numbers on ``STACKED`` lines or more, or a cell with two lines ending in
+  dot leaders (rules only every few rows: the rows are the text's).
 - Sparse grids are not tables: fewer than ``MIN_FILL`` cells with text per grid position is
   the boxes of a diagram (callouts with arrows), kept as text.
 - Merged cells keep their spans: a cell's ``rowspan``/``colspan`` are the grid rows and columns
@@ -22,19 +27,20 @@ too often prose in columns to be called a table without a layout model, so it st
 
 from __future__ import annotations
 
-import dataclasses
 import re
+from collections import defaultdict
 
 import pymupdf
 
-from chandra_ocr.document import BBoxPt, Block, Table
+from chandra_ocr.document import BBoxPt, Table
 from chandra_ocr.errors import ParseError
-from chandra_ocr.parse.tables import table_from_rows, table_text
+from chandra_ocr.parse.tables import table_from_rows
 from chandra_ocr.pdf.ruled_grid import (
     Box,
     Grid,
     Rules,
     Word,
+    cell_at,
     cell_texts,
     drawn_rules,
     find_grids,
@@ -44,8 +50,10 @@ from chandra_ocr.pdf.ruled_grid import (
 
 FRAME_SHARE = 0.5  # one cell covering more than this share of its table: a frame around other content
 MIN_FILL = 0.3  # fewer cells with text per grid position: boxes of a diagram, not a table
-INSIDE_SHARE = 0.6  # a text block with this share of its area inside a table is part of the table
-_CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[\dIVXLC]+\b", re.IGNORECASE)
+STACKED = 3  # numbers on this many lines of one cell, in two cells of a grid row: rows the rules miss
+MAX_CELL_WORDS = 40  # a grid of one or two rows with a cell this long frames running text
+_LEADER_END = re.compile(r"(?:\.\s?){4,}$|…{2,}$")
+_NUMBER = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?")
 _TOL = 1.0  # points: cell edges this close to a grid line are on it
 
 
@@ -57,8 +65,19 @@ def native_tables(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) 
     rules = drawn_rules(page, page.get_cdrawings())
     if rules is None or not has_cells(rules):
         return []
-    words = page_words(page, textpage)
-    found = [(g, texts) for g in _grids_in(rules, words, None) if _usable(g, texts := _texts(g, words, page))]
+    return [t for t, _ in ruled_tables(page, rules, page_words(page, textpage))]
+
+
+def ruled_tables(page: pymupdf.Page, rules: Rules, words: list[Word]) -> list[tuple[Table, frozenset[int]]]:
+    """(table, indices of the ``words`` in its cells) for each ruled table, top to bottom, numbered from 1.
+
+    ``rules``: the page's ``drawn_rules`` (with cells: ``has_cells``); ``words``: its ``page_words``.
+    """
+    found = [
+        (g, texts)
+        for g in _grids_in(rules, words, None)
+        if _usable(g, texts := _texts(g, words, page)) and _agrees(g, texts, words)
+    ]
     tables = []
     for g, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
         try:
@@ -66,28 +85,17 @@ def native_tables(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) 
         except ParseError:
             continue  # no cell text at all
         if sum(1 for c in table.cells if c.text) >= MIN_FILL * table.n_rows * table.n_cols:
-            tables.append(table)
+            tables.append((table, _words_in(g, n_rows, words)))
     return tables
 
 
-def with_table_blocks(blocks: list[Block], tables: list[Table]) -> tuple[list[Block], list[Table]]:
-    """Replace the text blocks inside each table by one ``table`` block; find table captions.
-
-    A table block takes the place (in reading order) of the first text block it swallows and
-    carries the table's text (rows on lines, cells joined by " | ") and HTML. A block directly
-    before (preferred) or after the table that starts like "Table 3" becomes its ``caption``.
-    Blocks are renumbered; the tables come back with their captions set.
-    """
-    if not tables:
-        return blocks, tables
-    out: list[Block] = list(blocks)
-    for table in tables:
-        out = _insert_table_block(out, table)
-    out, tables = _captions(out, tables)
-    order = {b.bbox: n for n, b in enumerate(b for b in out if b.label == "table")}
-    tables = sorted(tables, key=lambda t: order.get(t.bbox, len(order)))
-    tables = [dataclasses.replace(t, table_no=n) for n, t in enumerate(tables, start=1)]
-    return [dataclasses.replace(b, block_no=i) for i, b in enumerate(out)], tables
+def _words_in(g: Grid, n_rows: int, words: list[Word]) -> frozenset[int]:
+    """Indices of the words whose centre is in one of the first ``n_rows`` rows' cells."""
+    bottom = g.row_tops[n_rows] if n_rows < g.row_count else g.bbox[3]
+    inner = Grid(g.cells, (*g.bbox[:3], bottom), g.rows[:n_rows], g.row_tops[:n_rows], g.col_lefts)
+    return frozenset(
+        i for i, w in enumerate(words) if cell_at(inner, (w[0] + w[2]) / 2, (w[1] + w[3]) / 2) is not None
+    )
 
 
 def _grids_in(rules: Rules, words: list[Word], clip: Box | None, depth: int = 0) -> list[Grid]:
@@ -122,12 +130,37 @@ def _usable(g: Grid, texts: list[list[str]]) -> bool:
     return g.row_count >= 2 and g.col_count >= 2 and sum(1 for row in texts for text in row if text) >= 2
 
 
+def _agrees(g: Grid, texts: list[list[str]], words: list[Word]) -> bool:
+    """Whether a grid is a table the text agrees with (module docstring: forms, boxes, missing row rules)."""
+    for j in range(g.col_count):
+        starts = [texts[i][j] for i, row in enumerate(g.rows) if row[j] is not None]
+        if len(starts) >= 2 and not any(starts):
+            return False  # a drawn column never filled: the boxes of a form
+    longest = max(len(t.split()) for row in texts for t in row)
+    if longest > 2 * MAX_CELL_WORDS or (g.row_count < 3 and longest > MAX_CELL_WORDS):
+        return False  # a frame around running text, or boxes around many rows
+    lines: dict[Box, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for w in words:
+        y = (w[1] + w[3]) / 2
+        cell = cell_at(g, (w[0] + w[2]) / 2, y)
+        if cell is not None:
+            lines[cell][round(y / max(w[3] - w[1], 1.0) * 2)].append(w[4])
+    stacked: dict[float, int] = defaultdict(int)  # grid row top → cells with numbers stacked in them
+    for cell, by_line in lines.items():
+        texts_of = [" ".join(ws) for ws in by_line.values()]
+        if sum(1 for t in texts_of if _LEADER_END.search(t)) >= 2:
+            return False  # items with dot leaders on two lines of one cell: rows without rules
+        if sum(1 for t in texts_of if _NUMBER.fullmatch(t)) >= STACKED:
+            stacked[cell[1]] += 1
+    return max(stacked.values(), default=0) < 2  # else: rows without rules between them
+
+
 def _untangle(found: list[tuple[Grid, list[list[str]]]]) -> list[tuple[Grid, list[list[str]], int]]:
     """(grid, texts, rows to keep) with nesting resolved.
 
     A grid holding another one is a frame when the inner grid fills most of it (dropped);
-    otherwise it is a table whose ruling ran on into the next table: it keeps its rows above
-    the inner grid's top.
+    otherwise it is a table whose ruling ran on into the next table: it keeps its rows ending
+    above the inner grid's top (a row reaching down to it framed the text between the tables).
     """
     boxes = [pymupdf.Rect(g.bbox) for g, _ in found]
     out = []
@@ -136,10 +169,17 @@ def _untangle(found: list[tuple[Grid, list[list[str]]]]) -> list[tuple[Grid, lis
         if any(abs(b) > FRAME_SHARE * abs(boxes[i]) for b in inner):
             continue
         top = min((b.y0 for b in inner), default=float("inf"))
-        n_rows = sum(1 for y in g.row_tops if y < top - _TOL)
+        n_rows = 0  # the rows ending above the inner grid (a row running over it holds the text between)
+        while n_rows < g.row_count and _bottom(g, n_rows) <= top + _TOL:
+            n_rows += 1
         if n_rows >= 2:
             out.append((g, texts, n_rows))
     return out
+
+
+def _bottom(g: Grid, row: int) -> float:
+    """The lowest bottom of the cells starting in grid row ``row``."""
+    return max((c[3] for c in g.rows[row] if c), default=g.row_tops[row])
 
 
 def _holds(outer: pymupdf.Rect, inner: pymupdf.Rect) -> bool:
@@ -157,7 +197,8 @@ def _to_table(g: Grid, texts: list[list[str]], table_no: int) -> Table:
         ]
         for i, row in enumerate(g.rows[: len(texts)])
     ]
-    return table_from_rows(rows, table_no=table_no, bbox=_rounded(g.bbox))
+    bottom = max(_bottom(g, i) for i in range(len(texts)))  # rows cut above a table inside it
+    return table_from_rows(rows, table_no=table_no, bbox=_rounded((*g.bbox[:3], bottom)))
 
 
 def _covered(starts: list[float], first: int, end: float) -> int:
@@ -171,51 +212,3 @@ def _covered(starts: list[float], first: int, end: float) -> int:
 def _rounded(bbox: Box) -> BBoxPt:
     x0, y0, x1, y1 = bbox
     return (round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2))
-
-
-def _inside(block: Block, box: pymupdf.Rect) -> bool:
-    if block.bbox is None:
-        return False
-    rect = pymupdf.Rect(block.bbox)
-    area = abs(rect)
-    return abs(rect & box) >= INSIDE_SHARE * area if area else box.contains(rect.tl)
-
-
-def _insert_table_block(blocks: list[Block], table: Table) -> list[Block]:
-    box = pymupdf.Rect(table.bbox)
-    block = Block(0, "table", table.bbox, table_text(table), html=table.html)
-    out, placed = [], False
-    for b in blocks:
-        if b.label != "table" and _inside(b, box):
-            if not placed:
-                out.append(block)
-                placed = True
-            continue
-        out.append(b)
-    if not placed:  # no text inside (e.g. only images): place by position among the body blocks
-        at = next(
-            (i for i, b in enumerate(out) if b.bbox and b.label != "page_header" and b.bbox[1] > box.y0),
-            len(out),
-        )
-        out.insert(at, block)
-    return out
-
-
-def _captions(blocks: list[Block], tables: list[Table]) -> tuple[list[Block], list[Table]]:
-    """Label "Table N …" blocks next to table blocks as captions; tables get the caption text."""
-    by_bbox = {t.bbox: t for t in tables}
-    taken: set[int] = set()
-    for i, b in enumerate(blocks):
-        if b.label != "table" or b.bbox not in by_bbox:
-            continue
-        for j in (i - 1, i + 1):
-            if 0 <= j < len(blocks) and j not in taken and _is_caption(blocks[j]):
-                taken.add(j)
-                blocks[j] = dataclasses.replace(blocks[j], label="caption")
-                by_bbox[b.bbox] = dataclasses.replace(by_bbox[b.bbox], caption=blocks[j].text)
-                break
-    return blocks, [by_bbox[t.bbox] for t in tables]
-
-
-def _is_caption(block: Block) -> bool:
-    return block.label in ("text", "section_header") and bool(_CAPTION.match(block.text))

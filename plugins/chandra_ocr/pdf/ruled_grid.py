@@ -149,7 +149,7 @@ def cell_texts(grid: Grid, words: list[Word], page: pymupdf.Page) -> list[list[s
     found: dict[Box, list[tuple[tuple, str]]] = defaultdict(list)
     crossing = []
     for w in words:
-        cell = _cell_at(grid, (w[0] + w[2]) / 2, (w[1] + w[3]) / 2)
+        cell = cell_at(grid, (w[0] + w[2]) / 2, (w[1] + w[3]) / 2)
         if cell is None:
             continue
         if _crosses(w, cell):
@@ -172,8 +172,8 @@ def _crosses(word: Word, cell: Box) -> bool:
     return word[0] < cell[0] - reach or word[2] > cell[2] + reach
 
 
-def _cell_at(grid: Grid, x: float, y: float) -> Box | None:
-    """The cell holding point (x, y), if any."""
+def cell_at(grid: Grid, x: float, y: float) -> Box | None:
+    """The cell of ``grid`` holding point (x, y), if any."""
     x0, y0, x1, y1 = grid.bbox
     if not (x0 <= x < x1 and y0 <= y < y1):
         return None
@@ -211,7 +211,7 @@ def _runs(grid: Grid, word: Word, chars: list[tuple[float, float, str]]) -> list
     for cx, cy, c in chars:
         if not (word[0] <= cx <= word[2] and word[1] <= cy <= word[3]):
             continue
-        cell = _cell_at(grid, cx, cy)
+        cell = cell_at(grid, cx, cy)
         if cell is None:
             continue
         if runs and runs[-1][0] == cell:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pymupdf
@@ -22,9 +22,12 @@ _UNMAPPED = pymupdf.mupdf.FZ_STEXT_UNICODE_IS_CID | pymupdf.mupdf.FZ_STEXT_UNICO
 _BOLD_CHAR = pymupdf.mupdf.FZ_STEXT_BOLD
 
 BAND = 0.06  # share of the page height treated as the header / footer band
+HEADING_WORDS = 12  # a longer block with a comma in it is a sentence, not a heading
+HEADING_RUN = 3  # this many headings of one level in a row are not headings
+CELL_SHARE = 0.3  # a text line narrower than this share of the page width may be a table cell
 RUNNING_BAND = 0.15  # a one-line block this close to the edge with a page number is a running header
 _PAGE_NUMBER = re.compile(
-    r"(?:^|\s)(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})$|^(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})(?:\s|$)"
+    r"(?:^|\s)(?:[A-Z]{1,2}-)?(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})$|^(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})(?:\s|$)"
 )
 _BAD_GLYPH = re.compile("[\ufffd\ue000-\uf8ff\U000f0000-\U0010ffff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _LIST_ITEM = re.compile(
@@ -42,6 +45,9 @@ class TextStats:
     bad_glyph_ratio: float  # share of U+FFFD / private-use / control / unmapped-glyph characters
     invisible_ratio: float  # share drawn invisibly (render mode 3: typically an earlier OCR layer)
     image_cover: float | None = None  # share of the page covered by its largest image; None: not measured
+    row_splits: int = (
+        0  # short text lines starting right of another line on the same row (cells side by side)
+    )
 
 
 @dataclass(frozen=True)
@@ -79,10 +85,16 @@ def read_page(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> P
     if raws:
         body, height = _body_size(raws), page.rect.height
         edges = (min(raws, key=lambda r: r.bbox[1]), max(raws, key=lambda r: r.bbox[3]))
-        blocks = [_label(raw, body, height, edges) for raw in raws]
+        blocks = _demote_runs([_label(raw, body, height, edges) for raw in raws])
     n = tally.chars
-    stats = TextStats(n, tally.bad / n if n else 0.0, tally.invisible / n if n else 0.0)
-    return PageText(blocks=_reading_order(blocks), stats=stats)
+    stats = TextStats(
+        n,
+        tally.bad / n if n else 0.0,
+        tally.invisible / n if n else 0.0,
+        None,
+        _row_splits(tally.lines, page.rect.width),
+    )
+    return PageText(blocks=reading_order(blocks), stats=stats)
 
 
 def text_blocks(page: pymupdf.Page) -> list[Block]:
@@ -116,6 +128,7 @@ class _Tally:
     chars: int = 0  # non-space
     bad: int = 0
     invisible: int = 0
+    lines: list[tuple[float, float, float, float]] = field(default_factory=list)  # line bboxes (unrotated)
 
 
 def _collect(blocks: Iterable[dict], rotate: pymupdf.Matrix | None) -> tuple[list[_Raw], _Tally]:
@@ -145,12 +158,13 @@ def _read_block(block: dict, rotate: pymupdf.Matrix | None, tally: _Tally) -> _R
         if not joined:
             continue
         x0, y0, x1, y1 = line["bbox"]
+        tally.lines.append((x0, y0, x1, y1))
         if lines and row[0] <= (y0 + y1) / 2 <= row[1] and x0 >= row[2] - 1:
             lines[-1] += " " + joined  # same visual line, split by MuPDF at a gap
         else:
             lines.append(joined)
         row = (y0, y1, x1)
-    text = _join_lines(lines)
+    text = join_lines(lines)
     if not text or not n_block:
         return None
     tally.chars += n_block
@@ -159,6 +173,20 @@ def _read_block(block: dict, rotate: pymupdf.Matrix | None, tally: _Tally) -> _R
         bbox = bbox * rotate
     size = sizes.most_common(1)[0][0]
     return _Raw((bbox.x0, bbox.y0, bbox.x1, bbox.y1), text, len(lines), size, n_bold / n_block)
+
+
+def _row_splits(lines: list[tuple[float, float, float, float]], width: float) -> int:
+    """How many short lines (under ``CELL_SHARE`` of the page width: cells, not columns of prose)
+    start to the right of the line before them on the same row (by middles)."""
+    n = 0
+    prev = None
+    short = CELL_SHARE * width
+    for x0, y0, x1, y1 in sorted(lines, key=lambda b: (round((b[1] + b[3]) / 2), b[0])):
+        mid = (y0 + y1) / 2
+        if prev is not None and prev[1] <= mid <= prev[3] and x0 > prev[2] and x1 - x0 < short:
+            n += 1
+        prev = (x0, y0, x1, y1)
+    return n
 
 
 def _count_span(span: dict, tally: _Tally) -> tuple[int, bool]:
@@ -174,8 +202,8 @@ def _count_span(span: dict, tally: _Tally) -> tuple[int, bool]:
     return n, bool(span["flags"] & pymupdf.TEXT_FONT_BOLD or flags & _BOLD_CHAR)
 
 
-def _join_lines(lines: list[str]) -> str:
-    """One block's lines as text: hyphenation undone, whitespace collapsed, list items on new lines."""
+def join_lines(lines: list[str]) -> str:
+    """Lines of one block as text: hyphenation undone, whitespace collapsed, list items on new lines."""
     out = ""
     for raw in lines:
         line = _SPACES.sub(" ", raw).strip()
@@ -234,8 +262,11 @@ def _band_label(raw: _Raw, height: float, edges: tuple[_Raw, _Raw]) -> str | Non
 
 
 def _heading_level(raw: _Raw, body: float) -> int | None:
-    """Heading level 1–4 for a short block clearly larger or bolder than the body text, else None."""
+    """Heading level 1–4 for a short block clearly larger or bolder than the body text that is not a
+    paragraph fragment (``_fragment``), else None."""
     if not body or raw.n_lines > 3 or len(raw.text) > 200 or not any(c.isalpha() for c in raw.text):
+        return None
+    if _fragment(raw.text):
         return None
     ratio = raw.size / body
     if ratio >= 1.6:
@@ -249,8 +280,34 @@ def _heading_level(raw: _Raw, body: float) -> int | None:
     return None
 
 
-def _reading_order(blocks: list[Block]) -> list[Block]:
-    """Page headers first, body in content-stream order (MuPDF's), page footers last; renumbered."""
+def _fragment(text: str) -> bool:
+    """Whether a short block reads as a piece of a paragraph, not a heading: it starts in lower case
+    (a continued sentence), ends in a comma, semicolon or hyphen, or runs past ``HEADING_WORDS``
+    words with a comma inside (a sentence)."""
+    first = next((c for c in text if c.isalpha()), "")
+    if first.islower() or text.rstrip().endswith((",", ";", "-")):
+        return True
+    return len(text.split()) > HEADING_WORDS and "," in text
+
+
+def _demote_runs(blocks: list[Block]) -> list[Block]:
+    """Headings of one level ``HEADING_RUN`` or more times in a row, nothing between them, are set
+    text (code, a list in a larger font, bold table cells): a heading stands over body text."""
+    out = list(blocks)
+    i = 0
+    while i < len(out):
+        j = i
+        while j < len(out) and out[j].label == "section_header" and out[j].level == out[i].level:
+            j += 1
+        if j - i >= HEADING_RUN:
+            out[i:j] = [replace(b, label="text", level=None) for b in out[i:j]]
+        i = max(j, i + 1)
+    return out
+
+
+def reading_order(blocks: list[Block]) -> list[Block]:
+    """A page's blocks in reading order: page headers, the body in content-stream order (MuPDF's),
+    page footers; renumbered."""
     heads = sorted((b for b in blocks if b.label == "page_header"), key=lambda b: (b.bbox[1], b.bbox[0]))
     feet = sorted((b for b in blocks if b.label == "page_footer"), key=lambda b: (b.bbox[1], b.bbox[0]))
     body = [b for b in blocks if b.label not in ("page_header", "page_footer")]

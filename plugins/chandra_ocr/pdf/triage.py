@@ -13,7 +13,8 @@ import pymupdf
 from chandra_ocr.config import PdfOptions
 from chandra_ocr.document import Block, PageTriage, Table
 from chandra_ocr.errors import BadDocumentError, ConfigError
-from chandra_ocr.pdf.native_tables import native_tables, with_table_blocks
+from chandra_ocr.pdf.page_tables import page_tables
+from chandra_ocr.pdf.running import label_running
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, TextStats, largest_image_share, read_page
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,8 @@ def triage_document(
                 result.text_blocks[page_no] = blocks
                 if tables:
                     result.tables[page_no] = tables
+    heights = {p.page_no: p.height_pt for p in result.pages}
+    result.text_blocks = label_running(result.text_blocks, heights)
     n_ocr = sum(p.route == "ocr" for p in result.pages)
     log.debug("triaged %s: %d pages, %d to OCR", pdf_path, result.n_pages, n_ocr)
     return result
@@ -133,6 +136,7 @@ class _PageRead(NamedTuple):
     blocks: list[Block] | None = None
     page: pymupdf.Page | None = None
     textpage: pymupdf.TextPage | None = None
+    row_splits: int = 0  # TextStats.row_splits
 
 
 def _triage_page(
@@ -161,13 +165,13 @@ def _triage_page(
         route, reason = "text", "forced"
     n_chars = extracted.stats.n_chars
     triage = PageTriage(page_no, width, height, rotation, route, reason, n_chars)
-    return _PageRead(triage, extracted.blocks, page, textpage)
+    return _PageRead(triage, extracted.blocks, page, textpage, extracted.stats.row_splits)
 
 
 def _with_tables(read: _PageRead, blocks: list[Block]) -> tuple[list[Block], list[Table]]:
-    """The page's ruled tables and its blocks with table blocks in place; a failure keeps the text."""
+    """The page's tables and its blocks with table blocks in place; a failure keeps the text."""
     try:
-        return with_table_blocks(blocks, native_tables(read.page, read.textpage))
+        return page_tables(read.page, blocks, read.textpage, read.row_splits)
     except Exception as e:  # MuPDF or table-finder errors on odd drawings must not cost the page
         log.warning("page %d table detection failed: %s", read.triage.page_no, e)
         return blocks, []

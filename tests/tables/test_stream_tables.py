@@ -1,0 +1,197 @@
+"""Tables without rules (word alignment, ``pdf/stream_tables.py``) and the page's blocks around tables.
+
+Pages made here (no corpus): an unruled table, two-column prose, a numbered list, a table of
+contents. On the corpus: camelot's stream expectations (cell match, tests/tables/cell_match.py),
+no tables on born-digital pages whose ground truth has none, and every word of a page in exactly
+one block (``pdf/page_tables.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pymupdf
+import pytest
+from cell_match import anchor_grid, cell_match
+
+from chandra_ocr.pdf.page_tables import page_tables
+from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
+
+CAMELOT = "camelot/tests/files/"
+PROSE = (
+    "the committee reviewed every proposal submitted during the spring term and agreed that the "
+    "results should be published together with the data behind them so that others can check"
+)
+PROSE_WORDS = PROSE.split(" ")
+
+
+def _tables(page: pymupdf.Page):
+    textpage = page.get_textpage(flags=TEXT_FLAGS)
+    read = read_page(page, textpage)
+    return page_tables(page, read.blocks, textpage, read.stats.row_splits)
+
+
+def _page(lines: list[list[tuple[float, str]]], top: float = 100, step: float = 14) -> pymupdf.Document:
+    """A one-page PDF with each line's (x, text) pieces written at their x positions."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for n, pieces in enumerate(lines):
+        for x, text in pieces:
+            page.insert_text((x, top + n * step), text, fontsize=10)
+    return doc
+
+
+def _table_lines() -> list[list[tuple[float, str]]]:
+    head = [
+        [(72, "Region"), (250, "Savings"), (330, "Savings"), (410, "Change")],
+        [(250, "2004"), (330, "2005"), (410, "(%)")],
+    ]
+    body = [
+        [(72, name), (250, f"{1000 + 37 * i:,}"), (330, f"{1200 + 41 * i:,}"), (410, f"{3 + i}.5%")]
+        for i, name in enumerate(["North", "South East", "West", "Central", "Islands", "Overseas"])
+    ]
+    return head + body
+
+
+def test_an_unruled_table_is_found_with_its_header():
+    doc = _page([[(72, "Quarterly report on regional fuel use")], [], *_table_lines()])
+    blocks, tables = _tables(doc[0])
+    (table,) = tables
+    assert table.n_cols == 4 and table.n_rows == 8
+    rows = anchor_grid(table)
+    assert rows[-1] == ["Overseas", "1,185", "1,405", "8.5%"]
+    assert table.header == ("Region", "Savings / 2004", "Savings / 2005", "Change / (%)")
+    assert [c.is_header for c in table.cells if c.row == 2] == [False] * 4
+    assert [b.label for b in blocks].count("table") == 1
+    assert "Quarterly report" in " ".join(b.text for b in blocks if b.label != "table")
+
+
+def test_two_column_prose_is_not_a_table():
+    left = [" ".join(PROSE_WORDS[i : i + 7]) for i in range(0, 28, 3)]
+    right = [" ".join(PROSE_WORDS[i + 1 : i + 8]) for i in range(0, 28, 3)]
+    doc = _page([[(72, a), (330, b)] for a, b in zip(left, right, strict=True)])
+    assert _tables(doc[0])[1] == []
+
+
+def test_lists_and_tables_of_contents_are_not_tables():
+    items = [[(72, f"{n}."), (100, " ".join(PROSE_WORDS[n : n + 3]))] for n in range(1, 9)]
+    assert _tables(_page(items)[0])[1] == []
+    toc = [[(72, " ".join(PROSE_WORDS[n : n + 2]) + " " + "." * 30), (400, str(3 * n))] for n in range(1, 9)]
+    assert _tables(_page(toc)[0])[1] == []
+
+
+STREAM_CASES = [
+    ("health.pdf", "data_stream", 0.95),
+    ("tabula/12s0324.pdf", "data_stream_two_tables_1", 0.75),
+    ("tabula/12s0324.pdf", "data_stream_two_tables_2", 0.75),
+    ("stream_inner_outer_columns.pdf", "data_stream_inner_outer_columns", 0.95),
+    ("mexican_towns.pdf", "data_stream_columns", 0.9),
+    ("tabula/m27.pdf", "data_stream_split_text", 0.85),  # two columns closer than a cell gap
+]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(("pdf", "var", "least"), STREAM_CASES)
+def test_unruled_tables_match_camelots_expected_cells(corpus, pdf, var, least):
+    expected = json.loads((corpus / "camelot/camelot_expected_tables.json").read_text())["expected"][var]
+    with pymupdf.open(corpus / CAMELOT / pdf) as doc:
+        _, tables = _tables(doc[0])
+    assert max(cell_match(expected, anchor_grid(t)) for t in tables) >= least
+
+
+@pytest.mark.corpus
+def test_born_digital_pages_without_tables_get_none(corpus):
+    """Docling's pages whose ground truth has no table, and pypdf's and pdfminer's prose samples."""
+    root = corpus / "docling/tests/data/pdf"
+    found, pages = [], 0
+    for truth in sorted((root / "groundtruth").glob("*.json")):
+        pdf = root / "sources" / f"{truth.stem}.pdf"
+        if not pdf.exists():
+            continue
+        with_tables = {t["prov"][0]["page_no"] for t in json.loads(truth.read_text()).get("tables", [])}
+        with pymupdf.open(pdf) as doc:
+            for n, page in enumerate(doc, start=1):
+                if n not in with_tables:
+                    pages += 1
+                    found += [f"{pdf.name}:{n}"] * len(_tables(page)[1])
+    for name in ["pypdf/resources/crazyones.pdf", *(f"pdfminer/samples/simple{i}.pdf" for i in range(1, 6))]:
+        with pymupdf.open(corpus / name) as doc:
+            for page in doc:
+                pages += 1
+                found += [name] * len(_tables(page)[1])
+    assert pages >= 30
+    assert len(found) <= 2, found
+
+
+def _chars(text: str) -> Counter[str]:
+    """Characters without whitespace or hyphens (joining lines undoes hyphenation)."""
+    return Counter(c for c in text if not c.isspace() and c not in "-\u00ad\u2010")
+
+
+WORD_PAGES = [
+    (CAMELOT + "health.pdf", 1),
+    (CAMELOT + "tabula/12s0324.pdf", 1),
+    (CAMELOT + "foo.pdf", 1),
+    (CAMELOT + "row_span_1.pdf", 1),
+    ("tabula-java/src/test/resources/technology/tabula/spanning_cells.pdf", 1),
+    ("pdfplumber/tests/pdfs/nics-background-checks-2015-11.pdf", 1),
+    ("pdfplumber/tests/pdfs/senate-expenditures.pdf", 1),
+    ("docling/tests/data/pdf/sources/2305.03393v1-pg9.pdf", 1),
+    ("docling/tests/data/pdf/sources/redp5110_sampled.pdf", 8),
+]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(("path", "page_no"), WORD_PAGES)
+def test_every_word_is_in_exactly_one_block(corpus, path, page_no):
+    """Table pages: the characters of the page's words are those of its blocks (a table block's
+    through its cells), each once: nothing dropped, nothing repeated after a table."""
+    with pymupdf.open(corpus / path) as doc:
+        page = doc[page_no - 1]
+        blocks, tables = _tables(page)
+        words = page.get_text("words", flags=TEXT_FLAGS)
+    assert tables, "the page has a table"
+    got = Counter()
+    for b in blocks:
+        if b.label != "table":
+            got += _chars(b.text)
+    for t in tables:
+        got += _chars(" ".join(c.text for c in t.cells))
+    assert got == _chars(" ".join(w[4] for w in words))
+
+
+@pytest.mark.corpus
+def test_a_table_box_running_over_the_next_paragraph_keeps_it_as_text(corpus):
+    """tabula's spanning_cells: the first table's ruling runs on over a paragraph into the second
+    table; the paragraph stays text, both two-line captions are found, the footer is a footer."""
+    with pymupdf.open(corpus / "tabula-java/src/test/resources/technology/tabula/spanning_cells.pdf") as doc:
+        blocks, tables = _tables(doc[0])
+    assert [t.caption.split(".")[0] for t in tables] == ["Table A4-12", "Table A4-13"]
+    assert all(t.caption.endswith("2007 to 2011") for t in tables)
+    assert not any("summarizes" in c.text for t in tables for c in t.cells)
+    assert any(b.label == "text" and "summarizes the projections" in b.text for b in blocks)
+    assert tables[0].header[1:] == ("2007", "2008", "2009", "2010", "2011")  # not the title row
+    (footer,) = [b for b in blocks if "A-42" in b.text]
+    assert footer.label == "page_footer"
+
+
+def test_two_tables_side_by_side_are_two_tables():
+    lines = [
+        [
+            (72, str(n)),
+            (110, str(100 + n)),
+            (150, str(200 + n)),
+            (330, str(30 + n)),
+            (370, str(130 + n)),
+            (410, "x"),
+        ]
+        for n in range(1, 9)
+    ]
+    _, tables = _tables(_page(lines)[0])
+    assert [(t.n_rows, t.n_cols) for t in tables] == [(8, 3), (8, 3)]
+    assert anchor_grid(tables[0])[0] == ["1", "101", "201"] and anchor_grid(tables[1])[-1] == [
+        "38",
+        "138",
+        "x",
+    ]
