@@ -1,4 +1,8 @@
-"""The SQL files that define the knowledge base (``sql/*.sql``), applied in name order."""
+"""The SQL files that define the knowledge base (``sql/*.sql``), applied in name order.
+
+``001`` defines the six dataset tables (the columns of the Parquet files), ``002`` the catalog
+tables kept inside kb.duckdb, and every later file the views and macros over both.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,37 @@ def sql_dir() -> Path:
     return Path(__file__).resolve().parents[1] / "sql"
 
 
-def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Run every ``sql/*.sql`` file; each is idempotent (CREATE … IF NOT EXISTS / OR REPLACE)."""
-    for path in sorted(sql_dir().glob("*.sql")):
+def _files() -> list[Path]:
+    return sorted(sql_dir().glob("*.sql"))
+
+
+def dataset_ddl() -> str:
+    """CREATE TABLE statements of the six dataset tables (sql/001_schema.sql)."""
+    return _files()[0].read_text(encoding="utf-8")
+
+
+def create_dataset_tables(con: duckdb.DuckDBPyConnection, schema: str) -> None:
+    """Create the (empty, keyed) dataset tables in ``schema`` (e.g. ``kb_shape``, ``db.main``)."""
+    database = con.execute("SELECT current_database()").fetchone()[0]
+    con.execute(f"USE {schema}")  # fixed identifiers from this package
+    try:
+        con.execute(dataset_ddl())
+    finally:
+        con.execute(f"USE {_ident(database)}.main")
+
+
+def apply_catalog(con: duckdb.DuckDBPyConnection) -> None:
+    """The typed shapes of the dataset tables (schema ``kb_shape``) and the catalog tables (002)."""
+    con.execute("CREATE SCHEMA IF NOT EXISTS kb_shape")
+    create_dataset_tables(con, "kb_shape")
+    con.execute(_files()[1].read_text(encoding="utf-8"))
+
+
+def apply_helpers(con: duckdb.DuckDBPyConnection) -> None:
+    """The views and macros over the dataset views (003 and later); each is idempotent."""
+    for path in _files()[2:]:
         con.execute(path.read_text(encoding="utf-8"))
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,124 @@
+"""The Parquet dataset under ``kb/parquet/<table>/``: its files, their live rows, the views over them.
+
+Loaded rows live in a few immutable Parquet files per table, listed in kb.duckdb's ``kb_files``
+with the write generation that made them. A document loaded again (or forgotten) at generation
+``g`` is recorded in ``kb_superseded``; its rows in files older than ``g`` no longer count. The
+views ``documents``, ``pages``, ... in kb.duckdb read each file and leave those rows out;
+compaction (store/compact.py) rewrites files without them.
+
+Views name their files by absolute path (DuckDB resolves relative paths against the reader's
+working directory, not the database file's): every write session rebuilds them, so a KB folder
+that was moved is right again after its next load. Paths are quoted into the SQL text (a view
+takes no parameters).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+
+FILE_PREFIX = "part-"
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One Parquet file of the dataset, as ``kb_files`` lists it."""
+
+    table: str
+    file: str
+    gen: int
+    n_rows: int
+    bytes: int
+
+    def path(self, layout: KbLayout) -> Path:
+        return layout.dataset_dir(self.table) / self.file
+
+
+def quote(text: str) -> str:
+    """``text`` as an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def data_files(con: duckdb.DuckDBPyConnection, table: str) -> list[DataFile]:
+    """The files of ``table``, oldest generation first."""
+    rows = con.execute(
+        "SELECT table_name, file, gen, n_rows, bytes FROM kb_files WHERE table_name = ? ORDER BY gen, file",
+        [table],
+    ).fetchall()
+    return [DataFile(*r) for r in rows]
+
+
+def next_gen(con: duckdb.DuckDBPyConnection) -> int:
+    """A generation newer than every file and every superseded mark."""
+    return con.execute(
+        "SELECT coalesce(max(gen), 0) + 1 "
+        "FROM (SELECT gen FROM kb_files UNION ALL SELECT gen FROM kb_superseded)"
+    ).fetchone()[0]
+
+
+def live_rows_sql(con: duckdb.DuckDBPyConnection, layout: KbLayout, files: list[DataFile]) -> str:
+    """A SELECT of the rows of ``files`` that still count: files without superseded documents are read
+    together, every other one alone, less the documents superseded after it was written."""
+    marks = sorted(g for (g,) in con.execute("SELECT DISTINCT gen FROM kb_superseded").fetchall())
+    newest_mark = marks[-1] if marks else 0
+    clean = [f for f in files if f.gen >= newest_mark]
+    parts = []
+    if clean:
+        parts.append(f"SELECT * FROM read_parquet([{', '.join(quote(str(f.path(layout))) for f in clean)}])")
+    for f in files:
+        if f.gen < newest_mark:
+            parts.append(
+                f"SELECT * FROM read_parquet({quote(str(f.path(layout)))}) "
+                f"WHERE doc_id NOT IN (SELECT doc_id FROM kb_superseded WHERE gen > {int(f.gen)})"
+            )
+    return "\nUNION ALL\n".join(parts)
+
+
+def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
+    """(Re)define the view of every dataset table over its current files (the empty shape when none)."""
+    for table in SHARD_TABLES:  # fixed identifiers
+        files = data_files(con, table)
+        body = live_rows_sql(con, layout, files) if files else f"SELECT * FROM kb_shape.{table}"
+        con.execute(f"CREATE OR REPLACE VIEW main.{table} AS {body}")
+
+
+def write_file(
+    con: duckdb.DuckDBPyConnection, layout: KbLayout, table: str, query: str, gen: int, part: int = 0
+) -> Path | None:
+    """Write the rows of ``query`` as a new file of ``table`` and list it in ``kb_files``; None when no rows.
+
+    Written beside its final name and renamed onto it, so a reader of ``kb/parquet/`` never sees
+    half a file; a file that a failed session leaves behind is unlisted and removed by the next one.
+    """
+    name = f"{FILE_PREFIX}{gen:08d}-{part:03d}.parquet"
+    path = layout.dataset_dir(table) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{name}.tmp")
+    n_rows = con.execute(
+        f"COPY ({query}) TO {quote(str(tmp))} (FORMAT parquet, ROW_GROUP_SIZE 100000)"
+    ).fetchone()[0]
+    if not n_rows:
+        tmp.unlink(missing_ok=True)
+        return None
+    os.replace(tmp, path)
+    con.execute(
+        "INSERT INTO kb_files VALUES (?, ?, ?, ?, ?, now())", [table, name, gen, n_rows, path.stat().st_size]
+    )
+    return path
+
+
+def unlisted_files(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> list[Path]:
+    """Files under ``kb/parquet/`` that ``kb_files`` does not list: left by a writer that failed or
+    crashed, replaced by compaction, or per-document shards of the layout before this one."""
+    listed = {(t, f) for t, f in con.execute("SELECT table_name, file FROM kb_files").fetchall()}
+    found = []
+    for table in SHARD_TABLES:
+        folder = layout.dataset_dir(table)
+        if folder.is_dir():
+            found += [p for p in folder.iterdir() if p.is_file() and (table, p.name) not in listed]
+    return found
