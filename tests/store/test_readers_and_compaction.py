@@ -14,6 +14,7 @@ from chandra_ocr.store.duckdb_store import connect, forget_documents, load_docum
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
+from chandra_ocr.store.schema import dataset_ddl
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -133,3 +134,20 @@ def test_loads_add_a_bounded_number_of_files_and_compaction_keeps_the_live_rows(
         direct = con.sql(f"SELECT * FROM read_parquet('{tmp_path}/parquet/{table}/*.parquet')").fetchall()
         assert sorted(direct, key=repr) == before[table], table
     assert _count(layout, "SELECT count(*) FROM kb_superseded") == 0
+
+
+def test_a_kb_duckdb_with_the_rows_in_tables_is_moved_into_parquet_files_by_its_next_write(tmp_path):
+    layout = KbLayout(tmp_path)
+    _stage(layout, "old", ["alpha"])
+    con = duckdb.connect(str(layout.duckdb_path))  # the layout before the Parquet dataset
+    con.execute(dataset_ddl())
+    for table in SHARD_TABLES:
+        con.execute(f"INSERT INTO {table} SELECT * FROM read_parquet(?)", [str(layout.shard(table, "old"))])
+    con.close()
+    for table in SHARD_TABLES:
+        layout.shard(table, "old").unlink()
+    _stage(layout, "new", ["beta"])
+    load_documents(layout, ["new"])
+    assert _count(layout, "SELECT string_agg(doc_id ORDER BY doc_id) FROM chunks") == "new,old"
+    assert _count(layout, "SELECT count(*) FROM duckdb_views() WHERE view_name = 'documents'") == 1
+    assert len(list((tmp_path / "parquet" / "documents").glob("part-*.parquet"))) == 2

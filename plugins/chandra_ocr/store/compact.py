@@ -41,7 +41,7 @@ def _holds_superseded_rows(session: WriteSession, f: DataFile) -> bool:
         f"SELECT EXISTS (SELECT 1 FROM read_parquet({quote(str(f.path(session.layout)))}) "
         "WHERE doc_id IN (SELECT doc_id FROM kb_superseded WHERE gen > ?))",
         [f.gen],
-    ).fetchone()[0]
+    ).fetchall()[0][0]
 
 
 def _plan(session: WriteSession, files: list[DataFile], full: bool) -> list[list[DataFile]]:

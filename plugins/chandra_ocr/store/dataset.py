@@ -58,7 +58,7 @@ def next_gen(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute(
         "SELECT coalesce(max(gen), 0) + 1 "
         "FROM (SELECT gen FROM kb_files UNION ALL SELECT gen FROM kb_superseded)"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
 
 
 def live_rows_sql(con: duckdb.DuckDBPyConnection, layout: KbLayout, files: list[DataFile]) -> str:
@@ -101,7 +101,7 @@ def write_file(
     tmp = path.with_name(f".{name}.tmp")
     n_rows = con.execute(
         f"COPY ({query}) TO {quote(str(tmp))} (FORMAT parquet, ROW_GROUP_SIZE 100000)"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     if not n_rows:
         tmp.unlink(missing_ok=True)
         return None

@@ -66,7 +66,7 @@ def known_documents(layout: KbLayout) -> dict[str, str]:
     try:
         has = con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'documents'"
-        ).fetchone()[0]
+        ).fetchall()[0][0]
         if not has:
             return {}
         return dict(con.execute("SELECT doc_id, source_uri FROM documents").fetchall())
@@ -145,8 +145,8 @@ def _stage_and_write(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: 
         if paths:
             counts[table] = con.execute(
                 f"INSERT INTO staged.{table} BY NAME SELECT * FROM read_parquet(?)", [paths]
-            ).fetchone()[0]
-    now = con.execute("SELECT now()").fetchone()[0]
+            ).fetchall()[0][0]
+    now = con.execute("SELECT now()").fetchall()[0][0]
     gen = next_gen(con)
     con.execute(
         "CREATE TABLE staged.prior AS SELECT doc_id, first_seen FROM documents "
@@ -155,7 +155,7 @@ def _stage_and_write(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: 
     # A changed chunk's updated_at is this load's time, not its assembly time: a feed export that ran
     # between the two would otherwise have moved its watermark past the chunk before it was visible.
     con.execute("UPDATE staged.chunks SET updated_at = ?", [now])
-    if con.execute("SELECT count(*) FROM staged.prior").fetchone()[0]:  # re-ingested documents
+    if con.execute("SELECT count(*) FROM staged.prior").fetchall()[0][0]:  # re-ingested documents
         con.execute(
             "UPDATE staged.documents n SET first_seen = p.first_seen "
             "FROM staged.prior p WHERE p.doc_id = n.doc_id"
@@ -207,7 +207,7 @@ def forget_documents(layout: KbLayout, doc_ids: Iterable[str]) -> dict[str, int]
         )
         counts = {}
         for table in reversed(SHARD_TABLES):  # fixed identifiers
-            counts[table] = con.execute(f"SELECT count(*) FROM {table} {where}").fetchone()[0]
+            counts[table] = con.execute(f"SELECT count(*) FROM {table} {where}").fetchall()[0][0]
         con.execute(
             f"INSERT OR REPLACE INTO kb_superseded SELECT doc_id, ? FROM documents {where}", [next_gen(con)]
         )

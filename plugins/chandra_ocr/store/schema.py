@@ -27,7 +27,7 @@ def dataset_ddl() -> str:
 
 def create_dataset_tables(con: duckdb.DuckDBPyConnection, schema: str) -> None:
     """Create the (empty, keyed) dataset tables in ``schema`` (e.g. ``kb_shape``, ``db.main``)."""
-    database = con.execute("SELECT current_database()").fetchone()[0]
+    database = con.execute("SELECT current_database()").fetchall()[0][0]
     con.execute(f"USE {schema}")  # fixed identifiers from this package
     try:
         con.execute(dataset_ddl())

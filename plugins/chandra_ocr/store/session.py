@@ -53,8 +53,8 @@ def write_session(layout: KbLayout, *, wait_s: float = 120.0) -> Iterator[WriteS
         con = duckdb.connect(str(nxt))
         try:
             apply_catalog(con)
-            _migrate_tables(con, layout)
-            create_views(con, layout)
+            if _migrate_tables(con, layout) or not _has_views(con):
+                create_views(con, layout)
             yield WriteSession(con, layout)
             create_views(con, layout)
             apply_helpers(con)
@@ -98,7 +98,17 @@ def _write_lock(layout: KbLayout, wait_s: float) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def _migrate_tables(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
+def _has_views(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the copied kb.duckdb already has the dataset views (it does unless it is new)."""
+    n = con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND view_name IN (SELECT unnest(?::VARCHAR[]))",
+        [list(SHARD_TABLES)],
+    ).fetchall()[0][0]
+    return n == len(SHARD_TABLES)
+
+
+def _migrate_tables(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> bool:
     """A kb.duckdb from before the Parquet dataset holds the rows in tables: move them into files."""
     kinds = dict(
         con.execute(
@@ -108,10 +118,11 @@ def _migrate_tables(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
     )
     old = [t for t in SHARD_TABLES if kinds.get(t) == "BASE TABLE"]
     if not old:
-        return
+        return False
     con.execute("DROP VIEW IF EXISTS table_search")
     gen = next_gen(con)
     for table in old:  # fixed identifiers
         write_file(con, layout, table, f"SELECT * FROM main.{table} ORDER BY doc_id", gen)
     for table in reversed(old):
         con.execute(f"DROP TABLE main.{table}")
+    return True
