@@ -37,3 +37,12 @@ CREATE TABLE IF NOT EXISTS kb_superseded (
     doc_id  VARCHAR PRIMARY KEY,
     gen     BIGINT NOT NULL
 );
+
+-- Files that compaction replaced: gone from kb/parquet/, still under kb/snapshots/ (the paths the
+-- views of an older kb.duckdb read) until `retired_at` is a day old.
+CREATE TABLE IF NOT EXISTS kb_retired (
+    table_name  VARCHAR NOT NULL,
+    file        VARCHAR NOT NULL,
+    retired_at  TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (table_name, file)
+);

@@ -126,9 +126,15 @@ def test_loads_add_a_bounded_number_of_files_and_compaction_keeps_the_live_rows(
     assert {r[0] for r in before["documents"]} == {f"r{i}" for i in range(2 * FAN_IN + 1)} - {"r2"}
     assert sorted(r[4] for r in before["chunks"] if r[1] == "r1") == ["changed", "text 1"]
 
+    reader = _reader(layout)  # opened before the compaction
     counts = compact_kb(layout)
     assert all(after == 1 for _, after in counts.values()), counts
     assert _rows(layout) == before
+    try:  # still reads the replaced files (their snapshot names are kept for a day)
+        assert _ask(reader, "SELECT count(*) FROM chunks") == str(len(before["chunks"]))
+    finally:
+        reader.stdin.close()
+        reader.wait(10)
     con = duckdb.connect()  # a reader of kb/parquet/ without kb.duckdb sees the same rows
     for table in SHARD_TABLES:
         direct = con.sql(f"SELECT * FROM read_parquet('{tmp_path}/parquet/{table}/*.parquet')").fetchall()

@@ -11,7 +11,7 @@ Rows are written sorted by ``doc_id``, so readers skip row groups by its statist
 
 from __future__ import annotations
 
-from chandra_ocr.store.dataset import DataFile, data_files, live_rows_sql, next_gen, quote, write_file
+from chandra_ocr.store.dataset import DataFile, data_files, live_rows_sql, next_gen, quote, retire, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.session import WriteSession, write_session
 
@@ -38,7 +38,7 @@ def _pack(files: list[DataFile]) -> list[list[DataFile]]:
 
 def _holds_superseded_rows(session: WriteSession, f: DataFile) -> bool:
     return session.con.execute(
-        f"SELECT EXISTS (SELECT 1 FROM read_parquet({quote(str(f.path(session.layout)))}) "
+        f"SELECT EXISTS (SELECT 1 FROM read_parquet({quote(str(f.snapshot(session.layout)))}) "
         "WHERE doc_id IN (SELECT doc_id FROM kb_superseded WHERE gen > ?))",
         [f.gen],
     ).fetchall()[0][0]
@@ -60,7 +60,8 @@ def _plan(session: WriteSession, files: list[DataFile], full: bool) -> list[list
 def compact(session: WriteSession, *, full: bool = False) -> dict[str, tuple[int, int]]:
     """Merge (and with ``full``, purge) files as the module describes; returns table → (files before, after).
 
-    The replaced files leave ``kb_files`` now and the disk when the session is published.
+    The replaced files leave ``kb_files`` now, kb/parquet/ when the session is published, and
+    kb/snapshots/ a day later (store/dataset.py).
     """
     con, layout = session.con, session.layout
     gen = next_gen(con)
@@ -70,10 +71,7 @@ def compact(session: WriteSession, *, full: bool = False) -> dict[str, tuple[int
         for part, group in enumerate(_plan(session, files, full)):
             query = f"SELECT * FROM ({live_rows_sql(con, layout, group)}) ORDER BY doc_id"
             write_file(con, layout, table, query, gen, part)
-            con.execute(
-                "DELETE FROM kb_files WHERE table_name = ? AND file IN (SELECT unnest(?::VARCHAR[]))",
-                [table, [f.file for f in group]],
-            )
+            retire(con, group)
         counts[table] = (len(files), len(data_files(con, table)))
     if full:
         con.execute("DELETE FROM kb_superseded")  # no file holds a superseded row any more

@@ -6,10 +6,13 @@ with the write generation that made them. A document loaded again (or forgotten)
 views ``documents``, ``pages``, ... in kb.duckdb read each file and leave those rows out;
 compaction (store/compact.py) rewrites files without them.
 
-Views name their files by absolute path (DuckDB resolves relative paths against the reader's
-working directory, not the database file's): every write session rebuilds them, so a KB folder
-that was moved is right again after its next load. Paths are quoted into the SQL text (a view
-takes no parameters).
+Each file has a second name, a hard link under ``kb/snapshots/<table>/``, and the views read
+that one: compaction removes a replaced file from ``kb/parquet/`` at once (a reader of that
+folder sees live files only) but keeps its snapshot name for ``RETAIN_S``, so a connection to
+an older kb.duckdb can still query it. Views name files by absolute path (DuckDB resolves
+relative paths against the reader's working directory, not the database file's): every write
+session rebuilds them, so a KB folder that was moved is right again after its next write. Paths
+are quoted into the SQL text (a view takes no parameters).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import duckdb
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 
 FILE_PREFIX = "part-"
+RETAIN_S = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,9 @@ class DataFile:
 
     def path(self, layout: KbLayout) -> Path:
         return layout.dataset_dir(self.table) / self.file
+
+    def snapshot(self, layout: KbLayout) -> Path:
+        return layout.snapshot_dir(self.table) / self.file
 
 
 def quote(text: str) -> str:
@@ -69,11 +76,13 @@ def live_rows_sql(con: duckdb.DuckDBPyConnection, layout: KbLayout, files: list[
     clean = [f for f in files if f.gen >= newest_mark]
     parts = []
     if clean:
-        parts.append(f"SELECT * FROM read_parquet([{', '.join(quote(str(f.path(layout))) for f in clean)}])")
+        parts.append(
+            f"SELECT * FROM read_parquet([{', '.join(quote(str(f.snapshot(layout))) for f in clean)}])"
+        )
     for f in files:
         if f.gen < newest_mark:
             parts.append(
-                f"SELECT * FROM read_parquet({quote(str(f.path(layout)))}) "
+                f"SELECT * FROM read_parquet({quote(str(f.snapshot(layout)))}) "
                 f"WHERE doc_id NOT IN (SELECT doc_id FROM kb_superseded WHERE gen > {int(f.gen)})"
             )
     return "\nUNION ALL\n".join(parts)
@@ -106,19 +115,33 @@ def write_file(
         tmp.unlink(missing_ok=True)
         return None
     os.replace(tmp, path)
+    snapshot = layout.snapshot_dir(table) / name
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    snapshot.unlink(missing_ok=True)  # left by a session that failed
+    os.link(path, snapshot)
     con.execute(
         "INSERT INTO kb_files VALUES (?, ?, ?, ?, ?, now())", [table, name, gen, n_rows, path.stat().st_size]
     )
     return path
 
 
-def unlisted_files(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> list[Path]:
-    """Files under ``kb/parquet/`` that ``kb_files`` does not list: left by a writer that failed or
-    crashed, replaced by compaction, or per-document shards of the layout before this one."""
-    listed = {(t, f) for t, f in con.execute("SELECT table_name, file FROM kb_files").fetchall()}
+def retire(con: duckdb.DuckDBPyConnection, files: list[DataFile]) -> None:
+    """Take ``files`` out of the dataset (and, when the session is published, out of kb/parquet/)."""
+    for f in files:
+        con.execute("DELETE FROM kb_files WHERE table_name = ? AND file = ?", [f.table, f.file])
+        con.execute("INSERT OR REPLACE INTO kb_retired VALUES (?, ?, now())", [f.table, f.file])
+
+
+def stale_files(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> list[Path]:
+    """Files to delete once the session is published: under kb/parquet/ every file ``kb_files`` does
+    not list (replaced, left by a failed writer, or per-document shards of the layout before this
+    one); under kb/snapshots/ those neither listed nor retired less than ``RETAIN_S`` ago."""
+    con.execute("DELETE FROM kb_retired WHERE retired_at < now() - to_seconds(?)", [RETAIN_S])
+    listed = set(con.execute("SELECT table_name, file FROM kb_files").fetchall())
+    kept = listed | set(con.execute("SELECT table_name, file FROM kb_retired").fetchall())
     found = []
     for table in SHARD_TABLES:
-        folder = layout.dataset_dir(table)
-        if folder.is_dir():
-            found += [p for p in folder.iterdir() if p.is_file() and (table, p.name) not in listed]
+        for folder, keep in ((layout.dataset_dir(table), listed), (layout.snapshot_dir(table), kept)):
+            if folder.is_dir():
+                found += [p for p in folder.iterdir() if p.is_file() and (table, p.name) not in keep]
     return found

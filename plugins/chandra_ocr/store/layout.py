@@ -32,6 +32,11 @@ class KbLayout:
         """The loaded rows of ``table``: a few large Parquet files listed in kb.duckdb's ``kb_files``."""
         return self.root / "parquet" / table
 
+    def snapshot_dir(self, table: str) -> Path:
+        """Second names (hard links) of the dataset files, the ones kb.duckdb's views read: kept for a
+        while after compaction replaced a file, for readers of an older kb.duckdb."""
+        return self.root / "snapshots" / table
+
     def shard(self, table: str, doc_id: str) -> Path:
         """The deterministic Parquet shard of one document for one table, staged until it is loaded."""
         return self.root / "staging" / table / f"{doc_id}.parquet"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import duckdb
 
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.dataset import create_views, next_gen, unlisted_files, write_file
+from chandra_ocr.store.dataset import create_views, next_gen, stale_files, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.schema import apply_catalog, apply_helpers
 
@@ -58,7 +58,7 @@ def write_session(layout: KbLayout, *, wait_s: float = 120.0) -> Iterator[WriteS
             yield WriteSession(con, layout)
             create_views(con, layout)
             apply_helpers(con)
-            stale = unlisted_files(con, layout)
+            stale = stale_files(con, layout)
             con.execute("CHECKPOINT")
         except BaseException:
             con.close()
@@ -66,7 +66,7 @@ def write_session(layout: KbLayout, *, wait_s: float = 120.0) -> Iterator[WriteS
             raise
         con.close()
         os.replace(nxt, layout.duckdb_path)
-        for path in stale:  # readers of the old kb.duckdb that still query these files must reconnect
+        for path in stale:
             path.unlink(missing_ok=True)
 
 
