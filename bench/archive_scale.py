@@ -5,14 +5,16 @@
 
 One KB grows through ``--sizes`` documents. The bulk of it is synthetic and written fast: one
 template one-page document (3 blocks, a 3×2 table, 2 chunks, ~1.4 kB of page Markdown) repeated
-with fresh doc_ids and chunk_ids as Arrow tables, written as dataset files in one write session
-per step (as a load would write them, without staging a shard per document). At each size the
+with fresh doc_ids and chunk_ids as Arrow tables, its texts replaced by per-row text of the same
+length (so files have realistic sizes), written as dataset files in one write session per step
+(as a load would write them, without staging a shard per document). At each size the
 measured ingest is that of ``--new`` new one-page documents as the pipeline does it after
 assembly: their shards are staged (``write_shards``, timed apart: it does not depend on the KB),
 then ``known_documents`` (the pipeline's first read) and ``load_documents`` are timed. Also, at
 each size: the load's bytes written and read (``wchar``/``rchar`` of /proc/self/io: every write
 and read call, the copy of kb.duckdb included), the Parquet files under kb/parquet/ and the size
-of kb.duckdb after the load, the median latency of one ``table_search`` query (a new read-only
+of kb.duckdb after the load, whether a compaction followed the load (it is part of the time), the
+median latency of one ``table_search`` query (a new read-only
 connection, 3 tries), and the slowest connect + ``count(*)`` of a reader process that connects
 in a loop during the load. A second process holds a read-only connection on kb.duckdb for the
 whole run and must still answer at the end. The baseline: at each size, right before, the same
@@ -99,6 +101,22 @@ def doc_id(prefix: str, i: int) -> str:
     return f"{prefix}{i:09d}".rjust(64, "0")  # doc_ids are 64 hex characters (sha256)
 
 
+def _noise(column: str, key: str) -> str:
+    """SQL: text as long as ``column`` that differs per row (md5 hex, about as compressible as
+    prose: repeating the template would make the KB's files unrealistically small)."""
+    return (
+        f"array_to_string(list_transform(range(length({column}) // 32 + 1), "
+        f"i -> md5(doc_id || {key}::VARCHAR || i::VARCHAR)), '')[:length({column})] AS {column}"
+    )
+
+
+_UNIQUE_TEXT = {
+    "pages": f"REPLACE ({_noise('markdown', 'page_no')})",
+    "blocks": f"REPLACE ({_noise('text', 'block_no')})",
+    "chunks": f"REPLACE ({_noise('text', 'chunk_id')})",
+}
+
+
 def grow_synthetic(layout: KbLayout, start: int, stop: int) -> None:
     """Add documents ``start`` .. ``stop - 1``: the template's rows with new ids, one file per table."""
     doc, chunks = one_page_document("template", 0)
@@ -118,7 +136,8 @@ def grow_synthetic(layout: KbLayout, start: int, stop: int) -> None:
                 unique = pc.binary_join_element_wise(big["doc_id"], big["chunk_id"], "-")
                 big = big.set_column(big.schema.get_field_index("chunk_id"), "chunk_id", unique)
             session.con.register("synthetic", big)
-            write_file(session.con, layout, table, "SELECT * FROM synthetic ORDER BY doc_id", gen)
+            query = f"SELECT * {_UNIQUE_TEXT.get(table, '')} FROM synthetic ORDER BY doc_id"
+            write_file(session.con, layout, table, query, gen)
             session.con.unregister("synthetic")
 
 
@@ -170,6 +189,15 @@ def measured_load(layout: KbLayout, ids: list[str], work: Path) -> dict:
         "bytes_read": io1["rchar"] - io0["rchar"],
         "reader_during_load": probe_result,
     }
+
+
+def _retired(layout: KbLayout) -> int:
+    """Files compaction has replaced so far (kept in ``kb_retired`` for a day)."""
+    con = connect(layout)
+    try:
+        return con.execute("SELECT count(*) FROM kb_retired").fetchall()[0][0]
+    finally:
+        con.close()
 
 
 def table_search_s(layout: KbLayout) -> float:
@@ -224,7 +252,9 @@ def growing_kb(work: Path, sizes: list[int], n_new: int) -> tuple[list[dict], di
         baseline = measured_load(empty, ids, work)
         shutil.rmtree(empty.root)
         row = {"kb_documents": synthetic + loaded, "synthetic_build_s": build_s, "stage_s": stage_s}
+        retired = _retired(layout)
         row |= measured_load(layout, ids, work)
+        row["compaction_in_load"] = _retired(layout) > retired
         row |= {
             "empty_kb_ingest_s": baseline["ingest_s"],
             "ingest_vs_empty_kb": row["ingest_s"] / baseline["ingest_s"],

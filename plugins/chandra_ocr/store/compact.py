@@ -80,7 +80,12 @@ def compact(session: WriteSession, *, full: bool = False) -> dict[str, tuple[int
     return counts
 
 
-def compact_kb(layout: KbLayout) -> dict[str, tuple[int, int]]:
-    """Full compaction of the knowledge base in its own write session (``chandra-ingest compact``)."""
+def compaction_due(session: WriteSession) -> bool:
+    """Whether a size tier of some table has filled up (the end of a load then compacts)."""
+    return any(_plan(session, data_files(session.con, t), full=False) for t in SHARD_TABLES)
+
+
+def compact_kb(layout: KbLayout, *, full: bool = True) -> dict[str, tuple[int, int]]:
+    """Compaction in its own write session; ``full`` is ``chandra-ingest compact``."""
     with write_session(layout) as session:
-        return compact(session, full=True)
+        return compact(session, full=full)

@@ -16,7 +16,7 @@ from datetime import datetime
 import duckdb
 
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.compact import compact
+from chandra_ocr.store.compact import compact_kb, compaction_due
 from chandra_ocr.store.dataset import next_gen, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.schema import create_dataset_tables
@@ -101,8 +101,8 @@ def load_documents(
     new or changed chunks get the load's time as ``updated_at``; chunks that disappear get
     tombstones. Keys are checked among the loaded rows. A document without shards that is already
     in the knowledge base was loaded by an earlier try of the same load and is passed by.
-    ``run`` makes the run's record once the rows are in (so that it can time the load). Ends with
-    a compaction when a size tier has filled up (store/compact.py).
+    ``run`` makes the run's record once the rows are in (so that it can time the load). When a
+    size tier has filled up, a compaction follows in a session of its own (store/compact.py).
     """
     doc_ids = sorted(set(doc_ids))
     staged = [d for d in doc_ids if layout.shard("documents", d).exists()]
@@ -115,10 +115,12 @@ def load_documents(
         counts = _load(session, staged) if staged else dict.fromkeys(SHARD_TABLES, 0)
         if run is not None and staged:
             _record_run(session.con, run())
-        compact(session)
+        due = compaction_due(session)
     for doc_id in staged:
         for table in SHARD_TABLES:
             layout.shard(table, doc_id).unlink(missing_ok=True)
+    if due:  # after the load is published: readers see the new rows first
+        compact_kb(layout, full=False)
     log.info("loaded %d document(s) into %s: %s", len(staged), layout.duckdb_path, counts)
     return counts
 
