@@ -106,7 +106,7 @@ def _noise(column: str, key: str) -> str:
     prose: repeating the template would make the KB's files unrealistically small)."""
     return (
         f"array_to_string(list_transform(range(length({column}) // 32 + 1), "
-        f"i -> md5(doc_id || {key}::VARCHAR || i::VARCHAR)), '')[:length({column})] AS {column}"
+        f"lambda i: md5(doc_id || {key}::VARCHAR || i::VARCHAR)), '')[:length({column})] AS {column}"
     )
 
 

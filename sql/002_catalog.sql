@@ -46,3 +46,8 @@ CREATE TABLE IF NOT EXISTS kb_retired (
     retired_at  TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (table_name, file)
 );
+
+-- sha256 of the sql/*.sql files last applied (store/schema.py sql_digest): writers skip them when equal.
+CREATE TABLE IF NOT EXISTS kb_schema (
+    digest  VARCHAR NOT NULL
+);

@@ -6,6 +6,8 @@ tables kept inside kb.duckdb, and every later file the views and macros over bot
 
 from __future__ import annotations
 
+import hashlib
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -46,6 +48,15 @@ def apply_helpers(con: duckdb.DuckDBPyConnection) -> None:
     """The views and macros over the dataset views (003 and later); each is idempotent."""
     for path in _files()[2:]:
         con.execute(path.read_text(encoding="utf-8"))
+
+
+@cache
+def sql_digest() -> str:
+    """sha256 over every SQL file: a kb.duckdb that recorded it has this schema already."""
+    digest = hashlib.sha256()
+    for path in _files():
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _ident(name: str) -> str:

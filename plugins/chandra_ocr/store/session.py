@@ -26,7 +26,7 @@ import duckdb
 from chandra_ocr.errors import StoreError
 from chandra_ocr.store.dataset import create_views, next_gen, stale_files, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
-from chandra_ocr.store.schema import apply_catalog, apply_helpers
+from chandra_ocr.store.schema import apply_catalog, apply_helpers, sql_digest
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,10 @@ def write_session(layout: KbLayout, *, wait_s: float = 120.0) -> Iterator[WriteS
             shutil.copyfile(layout.duckdb_path, nxt)
         con = duckdb.connect(str(nxt))
         try:
-            apply_catalog(con)
-            if _migrate_tables(con, layout) or not _has_views(con):
-                create_views(con, layout)
+            if _schema_digest(con) != sql_digest():
+                _apply_schema(con, layout)
             yield WriteSession(con, layout)
             create_views(con, layout)
-            apply_helpers(con)
             stale = stale_files(con, layout)
             con.execute("CHECKPOINT")
         except BaseException:
@@ -98,17 +96,25 @@ def _write_lock(layout: KbLayout, wait_s: float) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def _has_views(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the copied kb.duckdb already has the dataset views (it does unless it is new)."""
-    n = con.execute(
-        "SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() "
-        "AND schema_name = 'main' AND view_name IN (SELECT unnest(?::VARCHAR[]))",
-        [list(SHARD_TABLES)],
-    ).fetchall()[0][0]
-    return n == len(SHARD_TABLES)
+def _schema_digest(con: duckdb.DuckDBPyConnection) -> str | None:
+    try:
+        rows = con.execute("SELECT digest FROM kb_schema").fetchall()
+    except duckdb.CatalogException:  # a new kb.duckdb, or one from before the Parquet dataset
+        return None
+    return rows[0][0] if rows else None
 
 
-def _migrate_tables(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> bool:
+def _apply_schema(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
+    """Catalog, dataset views and the helpers over them, once per kb.duckdb and change of sql/*.sql."""
+    apply_catalog(con)
+    _migrate_tables(con, layout)
+    create_views(con, layout)
+    apply_helpers(con)
+    con.execute("DELETE FROM kb_schema")
+    con.execute("INSERT INTO kb_schema VALUES (?)", [sql_digest()])
+
+
+def _migrate_tables(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
     """A kb.duckdb from before the Parquet dataset holds the rows in tables: move them into files."""
     kinds = dict(
         con.execute(
@@ -118,11 +124,10 @@ def _migrate_tables(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> bool:
     )
     old = [t for t in SHARD_TABLES if kinds.get(t) == "BASE TABLE"]
     if not old:
-        return False
+        return
     con.execute("DROP VIEW IF EXISTS table_search")
     gen = next_gen(con)
     for table in old:  # fixed identifiers
         write_file(con, layout, table, f"SELECT * FROM main.{table} ORDER BY doc_id", gen)
     for table in reversed(old):
         con.execute(f"DROP TABLE main.{table}")
-    return True
