@@ -114,6 +114,8 @@ def write_file(
     if not n_rows:
         tmp.unlink(missing_ok=True)
         return None
+    with open(tmp, "rb") as f:  # on disk before a kb.duckdb that lists it can be
+        os.fsync(f.fileno())
     os.replace(tmp, path)
     snapshot = layout.snapshot_dir(table) / name
     snapshot.parent.mkdir(parents=True, exist_ok=True)

@@ -64,8 +64,17 @@ def write_session(layout: KbLayout, *, wait_s: float = 120.0) -> Iterator[WriteS
             raise
         con.close()
         os.replace(nxt, layout.duckdb_path)
+        _fsync_dir(layout.root)
         for path in stale:
             path.unlink(missing_ok=True)
+
+
+def _fsync_dir(folder: os.PathLike) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _discard(db: os.PathLike) -> None:
