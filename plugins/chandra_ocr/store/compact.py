@@ -11,7 +11,7 @@ Rows are written sorted by ``doc_id``, so readers skip row groups by its statist
 
 from __future__ import annotations
 
-from chandra_ocr.store.dataset import DataFile, data_files, live_rows_sql, next_gen, quote, retire, write_file
+from chandra_ocr.store.dataset import DataFile, data_files, live_rows_sql, next_gen, retire, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.session import WriteSession, write_session
 
@@ -38,9 +38,9 @@ def _pack(files: list[DataFile]) -> list[list[DataFile]]:
 
 def _holds_superseded_rows(session: WriteSession, f: DataFile) -> bool:
     return session.con.execute(
-        f"SELECT EXISTS (SELECT 1 FROM read_parquet({quote(str(f.snapshot(session.layout)))}) "
+        "SELECT EXISTS (SELECT 1 FROM read_parquet(?) "
         "WHERE doc_id IN (SELECT doc_id FROM kb_superseded WHERE gen > ?))",
-        [f.gen],
+        [str(f.snapshot(session.layout)), f.gen],
     ).fetchall()[0][0]
 
 

@@ -22,11 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+from chandra_ocr.store.parquet import arrow_schemas
 
 FILE_PREFIX = "part-"
 RETAIN_S = 24 * 3600
+ROW_GROUP_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -88,12 +91,25 @@ def live_rows_sql(con: duckdb.DuckDBPyConnection, layout: KbLayout, files: list[
     return "\nUNION ALL\n".join(parts)
 
 
+def create_shapes(con: duckdb.DuckDBPyConnection) -> None:
+    """Schema ``kb_shape``: each dataset table empty, with its column types (a view without files)."""
+    con.execute("CREATE SCHEMA IF NOT EXISTS kb_shape")
+    for table, schema in arrow_schemas().items():  # fixed identifiers
+        con.register("shape", schema.empty_table())
+        con.execute(f"CREATE OR REPLACE TABLE kb_shape.{table} AS SELECT * FROM shape")
+        con.unregister("shape")
+
+
 def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
-    """(Re)define the view of every dataset table over its current files (the empty shape when none)."""
+    """(Re)define the view of every dataset table over its current files (the empty shape when none).
+
+    The one place where values reach SQL text: a view takes no parameters, so its files' paths
+    (from ``kb_files`` and the KB folder) are escaped string literals.
+    """
     for table in SHARD_TABLES:  # fixed identifiers
         files = data_files(con, table)
-        body = live_rows_sql(con, layout, files) if files else f"SELECT * FROM kb_shape.{table}"
-        con.execute(f"CREATE OR REPLACE VIEW main.{table} AS {body}")
+        view_sql = live_rows_sql(con, layout, files) if files else f"SELECT * FROM kb_shape.{table}"
+        con.execute(f"CREATE OR REPLACE VIEW main.{table} AS {view_sql}")
 
 
 def write_file(
@@ -108,9 +124,12 @@ def write_file(
     path = layout.dataset_dir(table) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{name}.tmp")
-    n_rows = con.execute(
-        f"COPY ({query}) TO {quote(str(tmp))} (FORMAT parquet, ROW_GROUP_SIZE 100000)"
-    ).fetchall()[0][0]
+    reader = con.sql(query).to_arrow_reader(ROW_GROUP_ROWS)
+    n_rows = 0
+    with pq.ParquetWriter(tmp, reader.schema) as writer:  # pyarrow: no path in SQL text (COPY takes none)
+        for batch in reader:
+            writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
+            n_rows += batch.num_rows
     if not n_rows:
         tmp.unlink(missing_ok=True)
         return None

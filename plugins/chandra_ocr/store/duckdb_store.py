@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
+import pyarrow as pa
 
 from chandra_ocr.errors import StoreError
 from chandra_ocr.store.compact import compact_kb, compaction_due
 from chandra_ocr.store.dataset import next_gen, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
-from chandra_ocr.store.schema import create_dataset_tables
+from chandra_ocr.store.schema import dataset_ddl
 from chandra_ocr.store.session import WriteSession, write_session
 
 log = logging.getLogger(__name__)
@@ -127,60 +128,65 @@ def load_documents(
 
 def _load(session: WriteSession, doc_ids: list[str]) -> dict[str, int]:
     con, layout = session.con, session.layout
-    # Shards are many small files: with insertion order kept, DuckDB's threads wait on each
-    # other to order their rows (a 59-document load read its shards in 115 ms on 2 threads,
-    # 85 ms on one, 70 ms unordered). Files are written sorted by doc_id instead.
-    con.execute("SET preserve_insertion_order = false")
-    con.execute("ATTACH ':memory:' AS staged")
-    try:
-        create_dataset_tables(con, "staged.main")  # keyed tables: duplicate keys fail the load here
-        return _stage_and_write(con, layout, doc_ids)
-    finally:
-        con.execute("DETACH staged")
-
-
-def _stage_and_write(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]) -> dict[str, int]:
     counts = {}
-    for table in SHARD_TABLES:  # fixed identifiers, never built from document content
-        paths = [str(p) for d in doc_ids if (p := layout.shard(table, d)).exists()]  # no rows: no shard
-        counts[table] = 0
-        if paths:
-            counts[table] = con.execute(
-                f"INSERT INTO staged.{table} BY NAME SELECT * FROM read_parquet(?)", [paths]
-            ).fetchall()[0][0]
+    for table, rows in _read_shards(layout, doc_ids).items():  # fixed identifiers
+        counts[table] = rows.num_rows
+        con.register("shard_rows", rows)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM shard_rows")
+        con.unregister("shard_rows")
     now = con.execute("SELECT now()").fetchall()[0][0]
     gen = next_gen(con)
     con.execute(
-        "CREATE TABLE staged.prior AS SELECT doc_id, first_seen FROM documents "
-        "WHERE doc_id IN (SELECT doc_id FROM staged.documents)"
+        "CREATE OR REPLACE TEMP TABLE prior AS SELECT doc_id, first_seen FROM documents "
+        "WHERE doc_id IN (SELECT doc_id FROM new_documents)"
     )
     # A changed chunk's updated_at is this load's time, not its assembly time: a feed export that ran
     # between the two would otherwise have moved its watermark past the chunk before it was visible.
-    con.execute("UPDATE staged.chunks SET updated_at = ?", [now])
-    if con.execute("SELECT count(*) FROM staged.prior").fetchall()[0][0]:  # re-ingested documents
+    con.execute("UPDATE new_chunks SET updated_at = ?", [now])
+    if con.execute("SELECT count(*) FROM prior").fetchall()[0][0]:  # re-ingested documents
         con.execute(
-            "UPDATE staged.documents n SET first_seen = p.first_seen "
-            "FROM staged.prior p WHERE p.doc_id = n.doc_id"
+            "UPDATE new_documents n SET first_seen = p.first_seen FROM prior p WHERE p.doc_id = n.doc_id"
         )
         con.execute(
-            "CREATE TABLE staged.prior_chunks AS "
+            "CREATE OR REPLACE TEMP TABLE prior_chunks AS "
             "SELECT chunk_id, doc_id, content_hash, updated_at FROM chunks "
-            "WHERE doc_id IN (SELECT doc_id FROM staged.prior)"
+            "WHERE doc_id IN (SELECT doc_id FROM prior)"
         )
         con.execute(
-            "UPDATE staged.chunks n SET updated_at = c.updated_at FROM staged.prior_chunks c "
+            "UPDATE new_chunks n SET updated_at = c.updated_at FROM prior_chunks c "
             "WHERE c.chunk_id = n.chunk_id AND c.content_hash = n.content_hash"
         )
         con.execute(
-            "INSERT OR REPLACE INTO chunk_tombstones SELECT chunk_id, doc_id, ? FROM staged.prior_chunks "
-            "WHERE chunk_id NOT IN (SELECT chunk_id FROM staged.chunks)",
+            "INSERT OR REPLACE INTO chunk_tombstones SELECT chunk_id, doc_id, ? FROM prior_chunks "
+            "WHERE chunk_id NOT IN (SELECT chunk_id FROM new_chunks)",
             [now],
         )
-        con.execute("INSERT OR REPLACE INTO kb_superseded SELECT doc_id, ? FROM staged.prior", [gen])
-    con.execute("DELETE FROM chunk_tombstones WHERE chunk_id IN (SELECT chunk_id FROM staged.chunks)")
+        con.execute("INSERT OR REPLACE INTO kb_superseded SELECT doc_id, ? FROM prior", [gen])
+    con.execute("DELETE FROM chunk_tombstones WHERE chunk_id IN (SELECT chunk_id FROM new_chunks)")
     for table in SHARD_TABLES:
-        write_file(con, layout, table, f"SELECT * FROM staged.{table} ORDER BY doc_id", gen)
+        write_file(con, layout, table, f"SELECT * FROM new_{table} ORDER BY doc_id", gen)
     return counts
+
+
+def _read_shards(layout: KbLayout, doc_ids: list[str]) -> dict[str, pa.Table]:
+    """The staged shards of ``doc_ids``, table by table, through the keyed tables of an in-memory
+    database: a duplicate key (or a NULL where the schema forbids it) fails the load here."""
+    mem = duckdb.connect(":memory:")
+    try:
+        # Shards are many small files: with insertion order kept, DuckDB's threads wait on each
+        # other to order their rows (a 59-document load read its shards in 115 ms on 2 threads,
+        # 85 ms on one, 70 ms unordered). Files are written sorted by doc_id instead.
+        mem.execute("SET preserve_insertion_order = false")
+        mem.execute(dataset_ddl())
+        rows = {}
+        for table in SHARD_TABLES:  # fixed identifiers, never built from document content
+            paths = [str(p) for d in doc_ids if (p := layout.shard(table, d)).exists()]  # no rows: no shard
+            if paths:
+                mem.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [paths]).fetchall()
+            rows[table] = mem.sql(f"SELECT * FROM {table}").to_arrow_table()
+        return rows
+    finally:
+        mem.close()
 
 
 def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:

@@ -27,20 +27,8 @@ def dataset_ddl() -> str:
     return _files()[0].read_text(encoding="utf-8")
 
 
-def create_dataset_tables(con: duckdb.DuckDBPyConnection, schema: str) -> None:
-    """Create the (empty, keyed) dataset tables in ``schema`` (e.g. ``kb_shape``, ``db.main``)."""
-    database = con.execute("SELECT current_database()").fetchall()[0][0]
-    con.execute(f"USE {schema}")  # fixed identifiers from this package
-    try:
-        con.execute(dataset_ddl())
-    finally:
-        con.execute(f"USE {_ident(database)}.main")
-
-
 def apply_catalog(con: duckdb.DuckDBPyConnection) -> None:
-    """The typed shapes of the dataset tables (schema ``kb_shape``) and the catalog tables (002)."""
-    con.execute("CREATE SCHEMA IF NOT EXISTS kb_shape")
-    create_dataset_tables(con, "kb_shape")
+    """The catalog tables kept inside kb.duckdb (sql/002_catalog.sql)."""
     con.execute(_files()[1].read_text(encoding="utf-8"))
 
 
@@ -57,7 +45,3 @@ def sql_digest() -> str:
     for path in _files():
         digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import duckdb
 
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.dataset import create_views, next_gen, stale_files, write_file
+from chandra_ocr.store.dataset import create_shapes, create_views, next_gen, stale_files, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.schema import apply_catalog, apply_helpers, sql_digest
 
@@ -116,6 +116,7 @@ def _schema_digest(con: duckdb.DuckDBPyConnection) -> str | None:
 def _apply_schema(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
     """Catalog, dataset views and the helpers over them, once per kb.duckdb and change of sql/*.sql."""
     apply_catalog(con)
+    create_shapes(con)
     _migrate_tables(con, layout)
     create_views(con, layout)
     apply_helpers(con)
