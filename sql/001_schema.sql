@@ -1,6 +1,6 @@
 -- The six dataset tables: the columns of the Parquet files under kb/parquet/<table>/ and of the
--- views of the same names in kb.duckdb. Keys are checked by the loader (in an in-memory copy of
--- these tables); kb.duckdb keeps them empty, in schema kb_shape, as the typed shape of each view.
+-- views of the same names in kb.duckdb. Keys are checked by the loader (it stages the rows in
+-- these tables in an in-memory database); kb.duckdb's schema kb_shape has their empty shapes.
 -- Coordinates: PDF points of the displayed page, origin top-left.
 
 CREATE TABLE IF NOT EXISTS documents (
