@@ -7,7 +7,7 @@ import pytest
 
 from chandra_ocr.document import Block, Chunk, Document, Page, Table, TableCell
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.duckdb_store import connect, known_documents, load_documents
+from chandra_ocr.store.duckdb_store import RunRecord, connect, known_documents, load_documents
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
@@ -161,3 +161,19 @@ def test_a_failing_load_changes_nothing_and_leaves_no_listed_file(tmp_path):
     con.close()
     on_disk = {(p.parent.name, p.name) for p in (tmp_path / "parquet").glob("*/*")}
     assert on_disk == listed and len(listed) == 6 * 2
+
+
+def test_a_load_whose_documents_another_load_took_first_still_records_its_run(tmp_path):
+    """Two runs that found the same PDF: the later load finds its shards loaded and gone."""
+    layout = KbLayout(tmp_path)
+    doc, chunks = _doc("d1", ["alpha"])
+    write_shards(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
+    for run_id in ("nightly", "backfill"):
+        load_documents(layout, ["d1"], lambda run_id=run_id: RunRecord(run_id, T0, T0, 1, 1, {}))
+    con = connect(layout, read_only=True)
+    try:
+        runs = con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()
+        assert runs == [("backfill",), ("nightly",)]
+        assert con.execute("SELECT count(*) FROM documents").fetchall() == [(1,)]
+    finally:
+        con.close()

@@ -114,7 +114,7 @@ def load_documents(
             raise StoreError(f"no shards for {len(missing)} document(s), e.g. {missing[0]}")
     with write_session(layout) as session:
         counts = _load(session, staged) if staged else dict.fromkeys(SHARD_TABLES, 0)
-        if run is not None and staged:
+        if run is not None and doc_ids:  # also when another run loaded them all first
             _record_run(session.con, run())
         due = compaction_due(session)
     for doc_id in staged:
