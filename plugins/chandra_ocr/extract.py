@@ -221,12 +221,12 @@ def _triage_all(
     submitted = workers.submit_largest_first(
         triage_and_checkpoint, jobs, sizes, timeout=options.pdf.doc_timeout_s
     )
-    futures = {d.doc_id: f for d, f in zip(todo, submitted, strict=True)}
+    triaging = {d.doc_id for d in todo}
     progress = Progress(f"triage {batch.batch_id}", sum(d.n_pages for d in todo), log, total_docs=len(todo))
     finished = workers.in_order(submitted, "triage")
     pending = []
     for doc in batch.docs:
-        if doc.doc_id in futures:
+        if doc.doc_id in triaging:
             record = _record_of(next(finished), key)
             progress.add(pages=doc.n_pages, docs=1)
             if record.outcome == "quarantined":  # a worker stored the triaged ones itself

@@ -24,7 +24,7 @@ from chandra_ocr.errors import StallError
 
 log = logging.getLogger(__name__)
 
-_POLL_S = 5.0  # how often the logging thread looks
+WAKE_S = 5.0  # how often the waiting loops (and the logging thread) wake to check
 
 
 class Watchdog:
@@ -54,7 +54,7 @@ class Watchdog:
         finally:
             self._limits = None
             self._stop.set()
-            thread.join(timeout=_POLL_S + 1)
+            thread.join(timeout=WAKE_S + 1)
 
     def beat(self, stage: str | None = None) -> None:
         """Work finished (or a stage began): the stall clock starts again."""
@@ -95,7 +95,7 @@ class Watchdog:
         log.warning("stage %r: nothing finished for %.0f s%s", self._stage, stalled, what)
 
     def _watch(self) -> None:
-        while not self._stop.wait(_POLL_S):
+        while not self._stop.wait(WAKE_S):
             limits = self._limits
             if limits is not None:
                 self._maybe_warn(self.stalled_s(), limits[0], None)

@@ -23,14 +23,13 @@ from PIL import Image
 from chandra_ocr.document import PageRequest, PageResult, RenderSpec
 from chandra_ocr.errors import ConfigError, EngineError, StageTimeoutError
 from chandra_ocr.ocr.tesseract_tsv import Word, mean_confidence, parse_tsv, words_to_blocks
-from chandra_ocr.watchdog import WATCHDOG
+from chandra_ocr.watchdog import WAKE_S, WATCHDOG
 
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "apt-get install tesseract-ocr tesseract-ocr-eng"
 _VALID_PSM = (1, 3, 4, 5, 6, 7, 11, 12, 13)  # 0 (OSD only) and 2 (no OCR) produce no text
 _REAP_S = 5.0  # after a kill: how long to wait for a tesseract process's pipes and its exit
-_WAKE_S = 5.0  # the stream's waits wake this often (stall watchdog, page deadlines)
 
 
 @dataclass(frozen=True)
@@ -138,7 +137,7 @@ class CpuEngine:
     ) -> Iterator[PageResult]:
         """The results of the pages that finish next. A page whose thread has not answered within its
         deadline (``timeout_s`` plus the time to reap killed processes) fails; its process is killed."""
-        done, _ = wait(pending, timeout=_WAKE_S, return_when=FIRST_COMPLETED)
+        done, _ = wait(pending, timeout=WAKE_S, return_when=FIRST_COMPLETED)
         for future in done:
             pending.pop(future)
             yield future.result()

@@ -8,8 +8,7 @@ import threading
 from collections.abc import Iterable
 
 from chandra_ocr.document import PageRequest
-
-_WAKE_S = 5.0  # a blocking get returns None after this long (the caller's loop goes round again)
+from chandra_ocr.watchdog import WAKE_S
 
 
 class Feeder:
@@ -49,12 +48,12 @@ class Feeder:
         return False
 
     def get(self, block: bool) -> PageRequest | None:
-        """The next page; None when none is ready (``block=False``, or ``_WAKE_S`` passed while
+        """The next page; None when none is ready (``block=False``, or ``WAKE_S`` passed while
         blocking: the caller checks its deadlines and asks again) or the stream has ended."""
         if self.done:
             return None
         try:
-            item = self._queue.get(block=block, timeout=_WAKE_S if block else None)
+            item = self._queue.get(block=block, timeout=WAKE_S if block else None)
         except queue.Empty:
             return None
         if item is self._END or isinstance(item, BaseException):

@@ -33,12 +33,11 @@ from chandra_ocr.ocr.validity import (
     sampling_fields,
     temperature_schedule,
 )
-from chandra_ocr.watchdog import WATCHDOG
+from chandra_ocr.watchdog import WAKE_S, WATCHDOG
 
 log = logging.getLogger(__name__)
 
 _MAX_BACKOFF_S = 30.0
-_WAKE_S = 5.0  # the result wait wakes this often (stall watchdog, deadline)
 _DONE = object()
 
 
@@ -232,7 +231,7 @@ class OpenAIEngine:
         since = time.monotonic()
         while True:
             try:
-                return out.get(timeout=_WAKE_S)
+                return out.get(timeout=WAKE_S)
             except queue.Empty:
                 WATCHDOG.check(lambda: f"the server {self.options.base_url}")
                 if time.monotonic() - since > deadline_s:

@@ -42,7 +42,7 @@ from PIL import Image
 from chandra_ocr.document import PageRequest, RenderSpec
 from chandra_ocr.errors import BadDocumentError, ChandraOcrError, ConfigError, StageTimeoutError
 from chandra_ocr.pdf.render import render_page
-from chandra_ocr.watchdog import WATCHDOG
+from chandra_ocr.watchdog import WAKE_S, WATCHDOG
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,6 @@ T = TypeVar("T")
 _PRELOAD = ["chandra_ocr.pdf.render"]  # imported once in the fork server (pymupdf takes seconds)
 # Past a task's own limit: time for pebble to notice, kill the worker and start another (forkserver).
 _GRACE_S = 30.0
-_WAKE_S = 5.0  # waits wake this often to check the stall watchdog
 _CLOSE_S = 30.0  # close() waits this long for the pool to wind down, then kills it
 
 
@@ -136,24 +135,33 @@ class PdfWorkers:
         While waiting, the stall watchdog is checked; when no task of the pool finished for the
         largest limit among those pending plus ``_GRACE_S``, the pending futures fail with
         StageTimeoutError (their tasks are cancelled, running ones killed)."""
+        # Waits are on the next future alone; the pool's progress (how many of ``futures`` are done)
+        # is counted only when a wait wakes empty: a plan over 100,000 documents stays linear.
+        finished, progress_at = sum(f.done() for f in futures), time.monotonic()
         for future in futures:
-            if not future.done():
-                self._wait_any([f for f in futures if not f.done()], stage)
+            while not wait((future,), timeout=WAKE_S).done:
+                left = len(futures) - finished
+                WATCHDOG.check(lambda n=left: f"{n} {stage} task(s) in the PDF workers")
+                now_finished, now = sum(f.done() for f in futures), time.monotonic()
+                limit = _stall_limit(futures)
+                if now_finished > finished:
+                    finished, progress_at = now_finished, now
+                elif now - progress_at >= limit:
+                    _expire_all([f for f in futures if not f.done()], stage, limit)
             yield future
 
     def _wait_any(self, pending: Sequence[Future], stage: str) -> set[Future]:
-        """Wait until one of ``pending`` is done (see ``in_order``); returns the done ones."""
+        """Wait until one of ``pending`` (a render window) is done; returns the done ones. When none is
+        done for the largest limit among them plus ``_GRACE_S``, they all fail (see ``in_order``)."""
         last = time.monotonic()
         while True:
-            done, _ = wait(pending, timeout=_WAKE_S, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=WAKE_S, return_when=FIRST_COMPLETED)
             if done:
                 return done
             WATCHDOG.check(lambda: f"{len(pending)} {stage} task(s) in the PDF workers")
-            limit = max(_limit_of(f) for f in pending) + _GRACE_S
+            limit = _stall_limit(pending)
             if time.monotonic() - last >= limit:
-                log.error("%s: no PDF worker task finished for %.0f s; %d fail", stage, limit, len(pending))
-                for f in pending:
-                    _expire(f, f"{stage}: no answer from the PDF workers within {limit:g} s")
+                _expire_all(pending, stage, limit)
                 return set(pending)
 
     def render_stream(
@@ -259,20 +267,23 @@ def _address_space() -> int:
     return 0
 
 
-def _limit_of(future: Future) -> float:
-    """The time limit a future's task was submitted with."""
-    return float(getattr(future, "limit_s", 0.0))
+def _stall_limit(futures: Sequence[Future]) -> float:
+    """How long the pool may finish none of ``futures``: the largest limit among those still pending
+    (each task's, from ``_translated``) plus ``_GRACE_S``."""
+    return max((float(getattr(f, "limit_s", 0.0)) for f in futures if not f.done()), default=0.0) + _GRACE_S
 
 
-def _expire(future: Future, message: str) -> None:
-    """Fail a future the pool never answered (its task is cancelled through ``cancel_source``)."""
-    try:
-        future.set_exception(StageTimeoutError(message))
-    except InvalidStateError:  # it finished meanwhile
-        return
-    cancel_task = getattr(future, "cancel_task", None)
-    if cancel_task is not None:
-        cancel_task()
+def _expire_all(pending: Sequence[Future], stage: str, limit: float) -> None:
+    """Fail the futures the pool never answered; their tasks are cancelled (running ones killed)."""
+    log.error("%s: no PDF worker task finished for %.0f s; %d fail", stage, limit, len(pending))
+    for future in pending:
+        try:
+            future.set_exception(
+                StageTimeoutError(f"{stage}: no answer from the PDF workers within {limit:g} s")
+            )
+        except InvalidStateError:  # it finished meanwhile
+            continue
+        future.cancel_task()  # type: ignore[attr-defined]
 
 
 def _translated(source: pebble.ProcessFuture, what: str, timeout: float, limit_mb: int) -> Future:
