@@ -119,7 +119,9 @@ def test_assemble_task_quarantines_a_document_whose_assembly_times_out(tmp_path,
     """The production path has the CLI's protection: the assemble task assembles each document in a
     limited PDF worker, so one that cannot be assembled in time is quarantined with the reason and
     the task (the batch) goes on to the load."""
+    import pymupdf
     from airflow.sdk.execution_time.context import OutletEventAccessors
+    from test_pipeline import _long_pdf
 
     from chandra_ocr.airflow.graph import KB_ASSET
     from chandra_ocr.airflow.operators import (
@@ -129,12 +131,21 @@ def test_assemble_task_quarantines_a_document_whose_assembly_times_out(tmp_path,
         LoadOperator,
     )  # fmt: skip
 
-    src = landing(tmp_path / "in", {"memo": samples / "scanned_memo.pdf"})
+    # 400 text pages and one scanned page: OCR is quick, but assembling 401 pages takes far longer
+    # than the limit below (pebble checks limits every 0.1 s, so a short assembly could slip through).
+    src = tmp_path / "in"
+    src.mkdir()
+    _long_pdf(tmp_path / "long.pdf", 400)
+    with pymupdf.open(tmp_path / "long.pdf") as doc, pymupdf.open(samples / "scanned_memo.pdf") as scan:
+        doc.insert_pdf(scan)
+        doc.save(tmp_path / "long_with_scan.pdf")
+    src = landing(src, {"memo": tmp_path / "long_with_scan.pdf"})
     params = {"source": str(src), "kb": str(tmp_path / "kb"), "engine": "cpu"}
-    config = _preflight(params | {"options": {"pdf": {"compress": False}, "engine_options": {"dpi": 100}}})
+    options = {"pdf": {"compress": False, "native_tables": False}, "engine_options": {"dpi": 100}}
+    config = _preflight(params | {"options": options})
     (batch,) = DiscoverOperator(task_id="discover", config=config).execute({})
     batch = ChandraOcrOperator(task_id="ocr", config=config, batch=batch).execute({"run_id": "r1"})
-    hurried = _preflight(params | {"options": {"pdf": {"doc_timeout_s": 0.01}}})
+    hurried = _preflight(params | {"options": {"pdf": {"doc_timeout_s": 0.15, "native_tables": False}}})
     done = AssembleOperator(task_id="assemble", config=hurried, batch=batch).execute({"run_id": "r1"})
     assert [d["status"] for d in done["docs"]] == ["quarantined"]
     load = LoadOperator(task_id="load", config=config, batches=[done], kb_asset=KB_ASSET)
