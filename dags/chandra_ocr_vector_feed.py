@@ -1,5 +1,6 @@
 """Vector feed: after each knowledge-base update (asset ``chandra_ocr_kb``), export the chunks added,
-changed or deleted since the last export to ``<kb>/outbox/vector-<n>.parquet`` (format: ``chandra_ocr.feed``).
+changed or deleted since the last export to ``<kb>/outbox/vector-<n>.parquet``
+(format: ``chandra_ocr.vector.outbox``).
 """
 
 import os

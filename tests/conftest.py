@@ -1,14 +1,49 @@
-"""Shared fixtures: the external corpus and the bundled samples."""
+"""Shared fixtures: the external corpus, the bundled samples, and a real Airflow 3 for the tests that
+drive the production path (a SQLite metadata DB in a session AIRFLOW_HOME, migrated once).
+
+The Airflow environment is set here, at import time, because Airflow reads its configuration when
+it is first imported. The DAG-shaping settings the DAG files read at parse time are set here too:
+no retries (a failing task fails the run at once instead of waiting out the retry delay) and no
+settle time (test files were just copied).
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
+AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="chandra-ocr-airflow-"))
+
+if "airflow" in sys.modules:  # pragma: no cover - a guard for test ordering, not for the code
+    raise RuntimeError("airflow was imported before tests/conftest.py could configure it")
+os.environ.update(
+    {
+        "AIRFLOW_HOME": str(AIRFLOW_HOME),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{AIRFLOW_HOME / 'airflow.db'}",
+        "CHANDRA_OCR_RETRIES": "0",
+        "CHANDRA_OCR_SETTLE_SECONDS": "0",
+    }
+)
+
+
+@pytest.fixture(scope="session")
+def airflow_db():
+    """The session's metadata DB: migrated, pools created and recorded (the project's setup command)."""
+    from chandra_ocr.airflow.settings import DagSettings
+    from chandra_ocr.airflow.setup import setup_airflow
+
+    pools = setup_airflow(DagSettings.from_env(os.environ))
+    yield pools
+    shutil.rmtree(AIRFLOW_HOME, ignore_errors=True)
 
 
 def corpus_root() -> Path | None:
@@ -31,3 +66,14 @@ def corpus() -> Path:
 def samples() -> Path:
     """The small permissively licensed sample PDFs bundled with the repo."""
     return SAMPLES
+
+
+@pytest.fixture(params=["cli", "airflow"])
+def ingest_path(request: pytest.FixtureRequest):
+    """``ingest(src, kb, options, engine)`` → documents by status, through the CLI runner or the
+    Airflow operators (tests/ingest_paths.py): a robustness test with it runs on both paths."""
+    from ingest_paths import PATHS
+
+    if request.param == "airflow":
+        request.getfixturevalue("airflow_db")
+    return PATHS[request.param]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from chandra_ocr.assemble import document_json
 from chandra_ocr.document import Block, Document, Page
 from chandra_ocr.parse.tables import table_from_rows
+from chandra_ocr.store.exports import document_json
 
 
 def test_json_export_is_the_whole_model():

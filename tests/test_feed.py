@@ -7,11 +7,11 @@ import pytest
 
 from chandra_ocr.document import Block, Chunk, Document, Page
 from chandra_ocr.errors import StoreError
-from chandra_ocr.feed import export_changes, outbox_file
 from chandra_ocr.store.duckdb_store import connect, load_documents
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
+from chandra_ocr.vector.outbox import export_changes, outbox_file
 
 ASSEMBLED = datetime(2026, 1, 1, tzinfo=UTC)  # the shards' own timestamp (assembly time)
 

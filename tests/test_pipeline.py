@@ -172,34 +172,41 @@ def _long_pdf(path: Path, pages: int) -> None:
 
 
 def test_a_document_whose_assembly_times_out_is_quarantined_and_the_batch_goes_on(tmp_path, samples):
-    """A 400-page document cannot be assembled within 0.15 s: it is quarantined with the reason,
-    the small document of the same batch is assembled, and the batch loads."""
+    """A 401-page document (400 text pages, one scanned: it goes through assembly rather than being
+    written by the extract stage) cannot be assembled within 0.15 s: it is quarantined with the
+    reason, and the batch goes on: its other document loads."""
     import dataclasses
 
-    from chandra_ocr.extract import extract_batch
-    from chandra_ocr.ocr.registry import build_engine
-    from chandra_ocr.pdf.workers import PdfWorkers
-    from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan
-    from chandra_ocr.store.duckdb_store import load_documents
+    import pymupdf
+
+    from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, RunContext, build_run_engine
 
     src = tmp_path / "in"
     src.mkdir()
-    shutil.copy(samples / "report.pdf", src)
-    _long_pdf(src / "long.pdf", 400)
+    _long_pdf(tmp_path / "long.pdf", 400)
+    with pymupdf.open(tmp_path / "long.pdf") as doc, pymupdf.open(samples / "scanned_memo.pdf") as scan:
+        doc.insert_pdf(scan)
+        doc.save(src / "long.pdf")
+    shutil.copy(samples / "report.pdf", src)  # born-digital: written by the extract stage
     options = IngestOptions(
-        engine="text", batch_pages=1000, pdf=PdfOptions(settle_seconds=0, compress=False, native_tables=False)
+        engine="cpu",
+        batch_pages=1000,
+        pdf=PdfOptions(settle_seconds=0, compress=False, native_tables=False),
+        engine_options={"dpi": 100},
     )
-    layout = KbLayout(tmp_path / "kb")
-    engine = build_engine("text", options.preset)
-    with PdfWorkers(2, 3072, fork=True) as workers:
-        (batch,) = plan(discover_new(src, layout, options), options, workers)
-        extract_batch(compress_batch(batch, layout, options), layout, options, engine, workers)
-        hurried = dataclasses.replace(options, pdf=dataclasses.replace(options.pdf, doc_timeout_s=0.15))
-        assemble_batch(batch, layout, hurried, run_id="hurried", workers=workers)
-    load_documents(layout, [d.doc_id for d in batch.docs])
-    docs = documents_by_name(layout.root)
+    ctx = RunContext.new(tmp_path / "kb", options, engine=build_run_engine(options))
+    ctx.ocr.start()
+    try:
+        (batch,) = Discover(ctx)(src).batches
+        Extract(ctx)(Compress(ctx)(batch))
+    finally:
+        ctx.ocr.close()
+    hurried = dataclasses.replace(options, pdf=dataclasses.replace(options.pdf, doc_timeout_s=0.15))
+    Assemble(dataclasses.replace(ctx, options=hurried))(batch)
+    Load(ctx)([batch])
+    docs = documents_by_name(ctx.layout.root)
     pages = kb_rows(
-        layout.root, "SELECT d.file_name, count(*) FROM pages JOIN documents d USING (doc_id) GROUP BY 1"
+        ctx.layout.root, "SELECT d.file_name, count(*) FROM pages JOIN documents d USING (doc_id) GROUP BY 1"
     )
     status, error = docs["long.pdf"]
     assert status == "quarantined" and error.startswith("assembly failed:") and "limit" in error
@@ -226,20 +233,21 @@ def test_the_text_engine_skips_compression(tmp_path, samples):
 def test_the_cli_loads_every_load_pages_and_at_the_end(tmp_path, samples, monkeypatch):
     """Loads come after at least LOAD_PAGES written pages, and once more for the rest."""
     import chandra_ocr.pipeline as pipeline
+    import chandra_ocr.stages.load as load_stage
 
     src = tmp_path / "in"
     src.mkdir()
     for name in ("report.pdf", "mixed.pdf"):
         shutil.copy(samples / name, src)
     loads: list[int] = []
-    real = pipeline.load_documents
+    real = load_stage.load_documents
 
     def counted(layout, doc_ids, *args):
         doc_ids = list(doc_ids)
         loads.append(len(doc_ids))
         return real(layout, doc_ids, *args)
 
-    monkeypatch.setattr(pipeline, "load_documents", counted)
+    monkeypatch.setattr(load_stage, "load_documents", counted)
     monkeypatch.setattr(pipeline, "LOAD_PAGES", 1)
     options = IngestOptions(engine="text", batch_pages=1, pdf=PdfOptions(settle_seconds=0))
     summary = run(src, tmp_path / "kb", options)
@@ -254,38 +262,37 @@ def test_the_cli_loads_every_load_pages_and_at_the_end(tmp_path, samples, monkey
 
 
 def test_documents_read_from_the_text_layer_alone_are_written_by_the_extract_stage(tmp_path, samples):
-    """With a run id, extract writes a document whose every page takes the text route (no checkpoint,
-    and assemble passes it by); a document with a page to OCR is checkpointed and assembled later."""
-    from chandra_ocr.extract import extract_batch
-    from chandra_ocr.ocr.registry import build_engine
-    from chandra_ocr.pdf.workers import PdfWorkers
-    from chandra_ocr.pipeline import assemble_batch, discover_new, plan
-    from chandra_ocr.store.duckdb_store import load_documents
+    """Extract writes a document whose every page takes the text route (no checkpoint, state
+    ``written``, and assemble passes it by); a document with a page to OCR is checkpointed
+    (state ``extracted``) and assembled later."""
+    from chandra_ocr.stages import Assemble, Discover, Extract, Load, RunContext, build_run_engine
 
     src = tmp_path / "in"
     src.mkdir()
     for name in ("report.pdf", "mixed.pdf"):
         shutil.copy(samples / name, src)
     options = IngestOptions(engine="cpu", pdf=PdfOptions(settle_seconds=0, compress=False))
-    layout = KbLayout(tmp_path / "kb")
-    engine = build_engine("cpu", options.preset)
+    ctx = RunContext.new(tmp_path / "kb", options, "r1", engine=build_run_engine(options))
+    layout, engine = ctx.layout, ctx.ocr
     engine.start()
     try:
-        with PdfWorkers(2, 3072, fork=True) as workers:
-            (batch,) = plan(discover_new(src, layout, options), options, workers)
-            extract_batch(batch, layout, options, engine, workers, run_id="r1")
+        with ctx.pool():
+            (batch,) = Discover(ctx)(src).batches
+            Extract(ctx)(batch)
             born, mixed = sorted(batch.docs, key=lambda d: Path(d.source).name, reverse=True)
             assert (born.status, mixed.status) == ("ingested", None)
+            assert (born.state, mixed.state) == ("written", "extracted")
             assert layout.shard("chunks", born.doc_id).exists() and layout.export(born.doc_id, ".md").exists()
             assert not layout.document_checkpoint(born.doc_id).exists()
             assert layout.document_checkpoint(mixed.doc_id).exists()
             assert not layout.shard("documents", mixed.doc_id).exists()
             written = layout.shard("documents", born.doc_id).stat().st_mtime_ns
-            assemble_batch(batch, layout, options, run_id="r1", workers=workers)
+            Assemble(ctx)(batch)
     finally:
         engine.close()
     assert layout.shard("documents", born.doc_id).stat().st_mtime_ns == written  # passed by
-    load_documents(layout, [d.doc_id for d in batch.docs])
+    assert (born.state, mixed.state) == ("written", "written")
+    Load(ctx)([batch])
     rows = kb_rows(layout.root, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")
     assert rows == [("mixed.pdf", "ingested", "r1"), ("report.pdf", "ingested", "r1")]
 

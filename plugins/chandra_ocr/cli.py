@@ -18,6 +18,7 @@ from chandra_ocr.store.duckdb_store import connect
 from chandra_ocr.store.layout import KbLayout
 
 RECENT_SHOWN = 5  # files skipped as still being written that a run names
+DEFAULTS = IngestOptions()  # the flags' defaults are the library's
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,17 +42,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--kb", required=True, help="knowledge-base folder (Parquet shards + kb.duckdb), created if missing"
     )
-    run.add_argument("--engine", default="auto", choices=ENGINE_KINDS, help="engine for OCR-route pages")
-    run.add_argument("--preset", default="chandra2", help="model preset for the vllm/openai engines")
-    run.add_argument("--batch-pages", type=int, default=200)
+    run.add_argument(
+        "--engine", default=DEFAULTS.engine, choices=ENGINE_KINDS, help="engine for OCR-route pages"
+    )
+    run.add_argument("--preset", default=DEFAULTS.preset, help="model preset for the vllm/openai engines")
+    run.add_argument("--batch-pages", type=int, default=DEFAULTS.batch_pages)
     run.add_argument(
         "--settle-seconds",
         type=float,
-        default=30.0,
-        help="skip files modified this recently, as still being written (default 30; 0 takes every file)",
+        default=DEFAULTS.pdf.settle_seconds,
+        help="skip files modified this recently, as still being written (default %(default)g; 0: every file)",
     )
     run.add_argument("--no-compress", action="store_true", help="skip Ghostscript/PyMuPDF pre-compression")
-    run.add_argument("--workers", type=int, default=2, help="PDF worker processes")
+    run.add_argument("--workers", type=int, default=DEFAULTS.pdf.workers, help="PDF worker processes")
     run.add_argument(
         "--passwords-file",
         help="JSON {doc_id | path ending | file name: password} for encrypted PDFs (never logged)",
@@ -281,8 +284,8 @@ def _cmd_forget(args: argparse.Namespace) -> int:
 
 
 def _cmd_feed(args: argparse.Namespace) -> int:
-    from chandra_ocr.feed import export_changes
     from chandra_ocr.vector.consumer import apply_outbox, default_index_dir
+    from chandra_ocr.vector.outbox import export_changes
 
     layout = preflight.check_kb_exists(args.kb)
     index_dir = Path(args.index) if args.index else default_index_dir(layout)

@@ -40,7 +40,7 @@ class PdfOptions:
     page_timeout_s: float = 60.0  # per-page limit for rendering / text extraction
     memory_limit_mb: int = 3072  # address-space cap for PDF worker processes
     workers: int = 2  # PDF worker processes (triage, rendering)
-    passwords_file: str | None = None  # JSON {doc_id | path ending | file name: password} (passwords.py)
+    passwords_file: str | None = None  # JSON {doc_id | path ending | file name: password} (pdf/passwords.py)
 
     def __post_init__(self) -> None:
         if self.ocr_dpi < 72:
@@ -73,7 +73,7 @@ class IngestOptions:
     pdf: PdfOptions = field(default_factory=PdfOptions)
     chunk: ChunkOptions = field(default_factory=ChunkOptions)
     engine_options: Mapping[str, Any] = field(default_factory=dict)  # passed to the engine's own options
-    # Engines that read, in this order, a page the engine could not read validly (fallback.py).
+    # Engines that read, in this order, a page the engine could not read validly (stages/fallback.py).
     fallbacks: tuple[str, ...] = ("text", "cpu")
     # Options per fallback engine kind, e.g. {"cpu": {"lang": "eng+deu"}} (Tesseract's languages).
     fallback_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

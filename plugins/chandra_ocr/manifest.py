@@ -5,7 +5,11 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
+
+# A document's progress through the stages: planned by discover, extracted once its pages are
+# checkpointed (or its quarantine is decided), written once its shards and exports exist.
+DocState = Literal["planned", "extracted", "written"]
 
 
 @dataclass
@@ -19,7 +23,8 @@ class DocRef:
     work_pdf: str | None = None  # compressed copy when kept, else the original
     compressed_bytes: int | None = None
     compress_method: str | None = None
-    status: str | None = None  # set by extract/assemble: ingested | partial | quarantined
+    state: DocState = "planned"
+    status: str | None = None  # the outcome once known: ingested | partial | quarantined
     prompt_tokens: int = 0  # spent on its pages, fallback attempts included (set by assemble)
     output_tokens: int = 0
 
@@ -35,6 +40,11 @@ class Batch:
     model: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)  # stage → wall seconds it took this batch
     engine_metrics: dict[str, Any] = field(default_factory=dict)  # the engine's paging values (extract)
+
+    @property
+    def pages(self) -> int:
+        """Pages of the batch's documents (planning estimates until extracted)."""
+        return sum(d.n_pages for d in self.docs)
 
     @classmethod
     def of(cls, docs: list[DocRef]) -> Batch:
@@ -63,6 +73,14 @@ class Batch:
 def pages_read(batches: list[Batch]) -> int:
     """Pages of the batches' documents that were read (a quarantined one has only a planning guess)."""
     return sum(d.n_pages for b in batches for d in b.docs if d.status != "quarantined")
+
+
+def status_counts(batches: list[Batch]) -> dict[str, int]:
+    """Documents of the batches by outcome (``unknown`` for one that no stage finished)."""
+    counts: dict[str, int] = {}
+    for doc in (d for b in batches for d in b.docs):
+        counts[doc.status or "unknown"] = counts.get(doc.status or "unknown", 0) + 1
+    return counts
 
 
 def run_metrics(batches: list[Batch]) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from typing import Any
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError, EngineError
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.passwords import load_passwords
 from chandra_ocr.pdf.discover import GLOB_CHARS, candidates
+from chandra_ocr.pdf.passwords import load_passwords
 from chandra_ocr.store.layout import KbLayout
 
 

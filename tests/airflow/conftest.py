@@ -1,38 +1,11 @@
-"""A real Airflow 3 for these tests: a SQLite metadata DB in a session AIRFLOW_HOME, migrated once.
-
-The environment is set here, at import time, because Airflow reads its configuration when it is
-first imported. The DAG-shaping settings the DAG files read at parse time are set here too: no
-retries (a failing task fails the run at once instead of waiting out the retry delay) and no
-settle time (test files were just copied).
-"""
+"""Every test here runs against the session's real Airflow metadata DB (configured in tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 from airflow_runs import Inputs
-
-REPO = Path(__file__).resolve().parents[2]
-DAGS = REPO / "dags"
-AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="chandra-ocr-airflow-"))
-
-if "airflow" in sys.modules:  # pragma: no cover - a guard for test ordering, not for the code
-    raise RuntimeError("airflow was imported before tests/airflow/conftest.py could configure it")
-os.environ.update(
-    {
-        "AIRFLOW_HOME": str(AIRFLOW_HOME),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{AIRFLOW_HOME / 'airflow.db'}",
-        "CHANDRA_OCR_RETRIES": "0",
-        "CHANDRA_OCR_SETTLE_SECONDS": "0",
-    }
-)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -43,14 +16,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def airflow_db():
-    """The session's metadata DB: migrated, pools created and recorded (the project's setup command)."""
-    from chandra_ocr.airflow.settings import DagSettings
-    from chandra_ocr.airflow.setup import setup_airflow
-
-    pools = setup_airflow(DagSettings.from_env(os.environ))
-    yield pools
-    shutil.rmtree(AIRFLOW_HOME, ignore_errors=True)
+def _airflow_db(airflow_db):
+    """The metadata DB for every test of this folder."""
+    return airflow_db
 
 
 @pytest.fixture(scope="session")

@@ -41,14 +41,14 @@ def test_stage_operators_run_the_pipeline_and_pass_only_manifests(tmp_path, samp
     src = landing(tmp_path / "in", {p.stem: p for p in samples.glob("*.pdf")})
     kb = tmp_path / "kb"
     config = _preflight({"source": str(src), "kb": str(kb), "engine": "cpu", "batch_pages": 3})
-    batches = DiscoverOperator(task_id="discover", config=config).execute({})
+    batches = DiscoverOperator(task_id="discover", config=config).execute({"run_id": "r1"})
     assert sorted(Path(d["source"]).name for b in batches for d in b["docs"]) == sorted(
         p.name for p in samples.glob("*.pdf")
     )
     assert len(batches) >= 2  # 3 pages per batch: the samples need more than one
     done = []
     for i, batch in enumerate(batches):
-        batch = CompressOperator(task_id=f"c{i}", config=config, batch=batch).execute({})
+        batch = CompressOperator(task_id=f"c{i}", config=config, batch=batch).execute({"run_id": "r1"})
         batch = ChandraOcrOperator(task_id=f"o{i}", config=config, batch=batch).execute({"run_id": "r1"})
         done.append(AssembleOperator(task_id=f"a{i}", config=config, batch=batch).execute({"run_id": "r1"}))
     manifests = json.dumps([config, batches, done])
@@ -74,8 +74,9 @@ def test_discover_maps_at_most_max_batches_and_leaves_the_rest(tmp_path, samples
 
     src = landing(tmp_path / "in", {p.stem: p for p in samples.glob("*.pdf")})
     config = _preflight({"source": str(src), "kb": str(tmp_path / "kb"), "batch_pages": 1})
-    assert len(DiscoverOperator(task_id="d", config=config).execute({})) == 4  # one document per batch
-    assert len(DiscoverOperator(task_id="d", config=config, max_batches=2).execute({})) == 2
+    context = {"run_id": "r1"}
+    assert len(DiscoverOperator(task_id="d", config=config).execute(context)) == 4  # one document per batch
+    assert len(DiscoverOperator(task_id="d", config=config, max_batches=2).execute(context)) == 2
 
 
 def test_preflight_names_missing_pools_and_the_setup_command(monkeypatch):
@@ -143,7 +144,7 @@ def test_assemble_task_quarantines_a_document_whose_assembly_times_out(tmp_path,
     params = {"source": str(src), "kb": str(tmp_path / "kb"), "engine": "cpu"}
     options = {"pdf": {"compress": False, "native_tables": False}, "engine_options": {"dpi": 100}}
     config = _preflight(params | {"options": options})
-    (batch,) = DiscoverOperator(task_id="discover", config=config).execute({})
+    (batch,) = DiscoverOperator(task_id="discover", config=config).execute({"run_id": "r1"})
     batch = ChandraOcrOperator(task_id="ocr", config=config, batch=batch).execute({"run_id": "r1"})
     hurried = _preflight(params | {"options": {"pdf": {"doc_timeout_s": 0.15, "native_tables": False}}})
     done = AssembleOperator(task_id="assemble", config=hurried, batch=batch).execute({"run_id": "r1"})

@@ -32,8 +32,8 @@ def _ingest(src: Path, kb: Path) -> list[dict]:
         {"params": {"source": str(src), "kb": str(kb), "engine": "text"}}
     )
     manifests = []
-    for i, batch in enumerate(DiscoverOperator(task_id="discover", config=config).execute({})):
-        batch = CompressOperator(task_id=f"c{i}", config=config, batch=batch).execute({})
+    for i, batch in enumerate(DiscoverOperator(task_id="discover", config=config).execute({"run_id": "r1"})):
+        batch = CompressOperator(task_id=f"c{i}", config=config, batch=batch).execute({"run_id": "r1"})
         batch = ChandraOcrOperator(task_id=f"o{i}", config=config, batch=batch).execute({"run_id": "r"})
         manifests.append(
             AssembleOperator(task_id=f"a{i}", config=config, batch=batch).execute({"run_id": "r"})

@@ -14,13 +14,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
+from kb_query import kb_rows
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.document import Block, PageRequest, PageResult, RenderSpec
 from chandra_ocr.errors import EngineOutOfMemoryError
-from chandra_ocr.extract import engine_key, extract_batch
-from chandra_ocr.pdf.workers import PdfWorkers
-from chandra_ocr.pipeline import discover_new, plan
+from chandra_ocr.stages.extract import engine_key
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.layout import KbLayout
 
@@ -73,48 +72,49 @@ class OutOfMemoryAboveBudget:
             )
 
 
-def _batch(corpus: Path, tmp_path: Path, options: IngestOptions):
+def _scans(corpus: Path, tmp_path: Path) -> Path:
     src = tmp_path / "in"
     src.mkdir()
     for rel in SCANS:
         shutil.copy(corpus / rel, src / Path(rel).name)
-    layout = KbLayout(tmp_path / "kb")
-    workers = PdfWorkers(2, 3072)
-    (batch,) = plan(discover_new(src, layout, options), options, workers)
-    return batch, layout, workers
+    return src
 
 
-def test_out_of_memory_halves_the_budget_until_the_pages_fit(corpus: Path, tmp_path: Path):
-    options = IngestOptions(engine="vllm", pdf=PdfOptions(settle_seconds=0, compress=False))
-    batch, layout, workers = _batch(corpus, tmp_path, options)
+def _checkpointed(layout: KbLayout, engine: OutOfMemoryAboveBudget) -> dict[tuple[str, int], str]:
+    """(doc_id, page) → the engine that read it, for every page checkpointed under the engine's key."""
+    out = {}
+    for path in layout.root.glob("work/*/*/pages/*.json"):
+        doc_id, page_no = path.parent.parent.name, int(path.stem)
+        page = checkpoints.read_page(layout, doc_id, page_no, engine_key(engine))
+        if page is not None:
+            out[(doc_id, page_no)] = f"{page.engine}:{page.status}"
+    return out
+
+
+OPTIONS = IngestOptions(engine="vllm", pdf=PdfOptions(settle_seconds=0, compress=False))
+
+
+def test_out_of_memory_halves_the_budget_until_the_pages_fit(corpus: Path, tmp_path: Path, ingest_path):
     engine = OutOfMemoryAboveBudget(in_flight_pages=8, fits=2)
-    with workers:
-        extract_batch(batch, layout, options, engine, workers)
+    statuses = ingest_path(_scans(corpus, tmp_path), tmp_path / "kb", OPTIONS, engine)
 
+    assert statuses == {"ingested": len(SCANS)}
     assert engine.budgets == [8, 4, 2] and engine.in_flight_pages == 2
     assert sum(engine.served.values()) == sum(SCANS.values())
     assert set(engine.served.values()) == {1}, "a page read before the out-of-memory error was read again"
-    for doc in batch.docs:
-        pages = [
-            checkpoints.read_page(layout, doc.doc_id, n, engine_key(engine))
-            for n in range(1, doc.n_pages + 1)
-        ]
-        assert [(p.engine, p.status) for p in pages] == [("vllm", "ok")] * doc.n_pages
+    pages = kb_rows(tmp_path / "kb", "SELECT doc_id, page_no, engine, status FROM pages")
+    assert sorted((d, n) for d, n, _, _ in pages) == sorted(engine.served)
+    assert {(e, st) for _, _, e, st in pages} == {("vllm", "ok")}
 
 
-def test_out_of_memory_at_one_page_fails_the_batch_and_keeps_what_was_read(corpus: Path, tmp_path: Path):
-    options = IngestOptions(engine="vllm", pdf=PdfOptions(settle_seconds=0, compress=False))
-    batch, layout, workers = _batch(corpus, tmp_path, options)
+def test_out_of_memory_at_one_page_fails_the_batch_and_keeps_what_was_read(
+    corpus: Path, tmp_path: Path, ingest_path
+):
     engine = OutOfMemoryAboveBudget(in_flight_pages=8, fits=0)
-    with workers, pytest.raises(EngineOutOfMemoryError):
-        extract_batch(batch, layout, options, engine, workers)
+    with pytest.raises(EngineOutOfMemoryError):
+        ingest_path(_scans(corpus, tmp_path), tmp_path / "kb", OPTIONS, engine)
 
     assert engine.budgets == [8, 4, 2, 1]
-    done = [
-        (doc.doc_id, n)
-        for doc in batch.docs
-        for n in range(1, max(doc.n_pages, 1) + 1)
-        if checkpoints.read_page(layout, doc.doc_id, n, engine_key(engine)) is not None
-    ]
+    done = _checkpointed(KbLayout(tmp_path / "kb"), engine)
     assert sorted(done) == sorted(engine.served) and len(done) == engine.warm  # a retry resumes from here
     assert not (tmp_path / "kb" / "parquet").exists()

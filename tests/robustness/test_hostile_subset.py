@@ -4,6 +4,7 @@ quarantined with the reason its defect calls for."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -14,12 +15,9 @@ import pytest
 from kb_query import documents_by_name, kb_rows
 
 from chandra_ocr.config import IngestOptions, PdfOptions
-from chandra_ocr.extract import extract_batch
 from chandra_ocr.ocr.registry import build_engine
-from chandra_ocr.pdf.workers import PdfWorkers
-from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan, run
-from chandra_ocr.store.duckdb_store import load_documents
-from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.pipeline import run
+from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, RunContext
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
@@ -111,18 +109,19 @@ def test_a_page_beyond_the_worker_memory_cap_is_refused_with_a_reason(corpus: Pa
     options = IngestOptions(
         engine="cpu", pdf=PdfOptions(settle_seconds=0, memory_limit_mb=300, compress=False)
     )
-    layout = KbLayout(tmp_path / "kb")
     engine = build_engine("cpu", options.preset)
+    roomy = dataclasses.replace(options, pdf=dataclasses.replace(options.pdf, memory_limit_mb=3072))
+    capped = RunContext.new(tmp_path / "kb", options, "memory-cap", engine=engine)
+    ctx = dataclasses.replace(capped, options=roomy)
+    layout = ctx.layout
     engine.start()
     try:
-        with PdfWorkers(1, 3072) as workers:
-            (batch,) = plan(discover_new(src, layout, options), options, workers)
-        with PdfWorkers(1, options.pdf.memory_limit_mb) as workers:
-            extract_batch(compress_batch(batch, layout, options), layout, options, engine, workers)
+        (batch,) = Discover(ctx)(src).batches
+        Extract(capped)(Compress(capped)(batch))
     finally:
         engine.close()
-    assemble_batch(batch, layout, options, run_id="memory-cap")
-    load_documents(layout, [d.doc_id for d in batch.docs])
+    Assemble(ctx)(batch)
+    Load(ctx)([batch])
 
     docs = documents_by_name(layout.root)
     assert docs["phototest.pdf"] == ("ingested", None)

@@ -9,9 +9,9 @@ from concurrent.futures import Future
 import pymupdf
 
 from chandra_ocr.document import PageRequest, RenderSpec
-from chandra_ocr.extract import _window
 from chandra_ocr.ocr.cpu_engine import CpuEngine, CpuOptions
 from chandra_ocr.pdf.workers import PdfWorkers
+from chandra_ocr.stages.extract import _window
 
 
 def test_the_cpu_engine_queues_few_rendered_pages():

@@ -27,8 +27,8 @@ from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.document import PageRequest
 from chandra_ocr.errors import StageTimeoutError, StallError
 from chandra_ocr.ocr.cpu_engine import CpuEngine, CpuOptions
-from chandra_ocr.pipeline import worker_pool
 from chandra_ocr.progress import Progress
+from chandra_ocr.stages.context import worker_pool
 from chandra_ocr.watchdog import Watchdog
 
 pytestmark = pytest.mark.slow

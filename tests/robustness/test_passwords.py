@@ -15,8 +15,8 @@ import pytest
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.passwords import PasswordBook, load_passwords, parse_passwords
 from chandra_ocr.pdf.discover import file_sha256
+from chandra_ocr.pdf.passwords import PasswordBook, load_passwords, parse_passwords
 from chandra_ocr.pipeline import run
 
 # corpus file → (user password as typed, text on its first page); see the corpus's PASSWORDS.md

@@ -11,13 +11,13 @@ import pytest
 
 from chandra_ocr.cli import main
 from chandra_ocr.config import IngestOptions, PdfOptions
-from chandra_ocr.feed import export_changes
 from chandra_ocr.pipeline import run
 from chandra_ocr.store.duckdb_store import connect, forget_documents
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.table_view import resolve_document
 from chandra_ocr.vector.consumer import apply_outbox, search_index
 from chandra_ocr.vector.index import count, open_index
+from chandra_ocr.vector.outbox import export_changes
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 

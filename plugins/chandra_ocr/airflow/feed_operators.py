@@ -13,7 +13,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from chandra_ocr.airflow.operators import ConfiguredOperator
 from chandra_ocr.airflow.settings import RunConfig
-from chandra_ocr.feed import export_changes
+from chandra_ocr.vector.outbox import export_changes
 
 log = logging.getLogger(__name__)
 

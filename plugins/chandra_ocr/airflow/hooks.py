@@ -27,7 +27,7 @@ _CONNECTION_KEYS = ("model", "https")  # extras that describe the server rather 
 
 
 class VllmHook(BaseHook):
-    """Reads a ``vllm`` connection; ``server_options()`` gives the openai engine's ``ServerOptions``."""
+    """Reads a ``vllm`` connection: ``connection_options()`` are the openai engine's server settings."""
 
     conn_name_attr = "vllm_conn_id"
     default_conn_name = "vllm_default"
@@ -47,6 +47,10 @@ class VllmHook(BaseHook):
 
     def server_options(self, **overrides: Any) -> ServerOptions:
         """The connection as ``ServerOptions`` (``overrides`` win); raises ConfigError for bad extras."""
+        return from_mapping(ServerOptions, self.connection_options() | overrides)
+
+    def connection_options(self) -> dict[str, Any]:
+        """The connection's ``ServerOptions`` values (raises ConfigError without a host)."""
         conn = self.get_connection(self.vllm_conn_id)
         extra = {}
         for key, value in (conn.extra_dejson or {}).items():
@@ -63,7 +67,7 @@ class VllmHook(BaseHook):
             "api_key": conn.password or None,
             "model": extra.get("model") or conn.schema or None,
         }
-        return from_mapping(ServerOptions, values | overrides)
+        return values
 
     def test_connection(self) -> tuple[bool, str]:
         """Ask the server for ``/v1/models``; True when it answers and serves the configured model."""

@@ -1,4 +1,5 @@
-"""Operators, one per pipeline stage: each stores its arguments and calls the library in ``execute``.
+"""Operators, one per pipeline stage: each stores its arguments and calls its stage object (``stages/``)
+in ``execute``, with the same worker pool, limits and quarantine rules as the CLI.
 
 Between tasks travel only small manifests (``RunConfig`` and ``Batch`` dicts), never text.
 Templated parameters are marked *(templated)*; an XCom reference (``task.output``) fits there too.
@@ -6,11 +7,10 @@ Templated parameters are marked *(templated)*; an XCom reference (``task.output`
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
@@ -28,16 +28,12 @@ from chandra_ocr.airflow.settings import (
 )
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.extract import extract_batch
-from chandra_ocr.manifest import Batch, pages_read, run_metrics
+from chandra_ocr.manifest import Batch, status_counts
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.ocr.registry import build_engine, resolve_kind
-from chandra_ocr.passwords import PasswordBook, parse_passwords
 from chandra_ocr.pdf.discover import recent_note
-from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan, watching, worker_pool
+from chandra_ocr.pdf.passwords import PasswordBook, parse_passwords
 from chandra_ocr.preflight import check_fallbacks
-from chandra_ocr.progress import Progress
-from chandra_ocr.store.duckdb_store import RunRecord, load_documents
+from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, build_run_engine
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +110,8 @@ class DiscoverOperator(ConfiguredOperator):
         allow_worker_processes()
         cfg = self.run_config
         options = cfg.ingest_options()
-        discovery = discover_new(cfg.source, cfg.layout(), options, **cfg.filters())
-        with watching(options), worker_pool(options) as workers:
-            batches = plan(discovery, options, workers)
+        planned = Discover(cfg.context(context["run_id"]))(cfg.source, **cfg.filters())
+        discovery, batches = planned.discovery, planned.batches
         limit = self.max_batches or conf.getint("core", "max_map_length")
         if len(batches) > limit:
             log.warning("%d batches planned; mapping the first %d (core.max_map_length), the rest next run",
@@ -154,11 +149,9 @@ class CompressOperator(_BatchOperator):
     """
 
     def execute(self, context: Context) -> dict[str, Any]:
-        cfg = self.run_config
-        options = cfg.ingest_options()
         allow_worker_processes()
-        with watching(options), worker_pool(options) as workers:
-            return compress_batch(Batch.from_dict(self.batch), cfg.layout(), options, workers).to_dict()
+        ctx = self.run_config.context(context["run_id"])
+        return Compress(ctx)(Batch.from_dict(self.batch)).to_dict()
 
 
 class ChandraOcrOperator(_BatchOperator):
@@ -208,24 +201,17 @@ class ChandraOcrOperator(_BatchOperator):
     def ocr_engine(self) -> OcrEngine:
         """The engine, built on first use (the vllm kind loads the model only in ``start``)."""
         options = self.run_config.ingest_options()
-        kind = resolve_kind(self.engine or options.engine)
-        preset = self.preset or options.preset
-        engine_options = dict(options.engine_options)
-        if kind == "openai":
-            server = self.hook.server_options(**engine_options)
-            return build_engine(kind, preset, dataclasses.asdict(server))
-        return build_engine(kind, preset, engine_options)
+        return build_run_engine(
+            options, kind=self.engine, preset=self.preset, connection=self.hook.connection_options
+        )
 
     def execute(self, context: Context) -> dict[str, Any]:
-        cfg = self.run_config
-        options = cfg.ingest_options()
         batch = Batch.from_dict(self.batch)
-        layout, passwords, run_id = cfg.layout(), _pdf_passwords(), context["run_id"]
+        ctx = self.run_config.context(context["run_id"], engine=self.ocr_engine, passwords=_pdf_passwords())
         allow_worker_processes()
         self.ocr_engine.start()
         try:
-            with watching(options), worker_pool(options) as workers:
-                extract_batch(batch, layout, options, self.ocr_engine, workers, passwords, run_id)
+            Extract(ctx)(batch)
             log.info(
                 "batch %s: %s; engine metrics %s", batch.batch_id, batch.counts, self.ocr_engine.metrics()
             )
@@ -258,12 +244,9 @@ class AssembleOperator(_BatchOperator):
     """
 
     def execute(self, context: Context) -> dict[str, Any]:
-        cfg = self.run_config
-        options = cfg.ingest_options()
-        batch = Batch.from_dict(self.batch)
         allow_worker_processes()
-        with watching(options), worker_pool(options) as workers:
-            return assemble_batch(batch, cfg.layout(), options, context["run_id"], workers).to_dict()
+        ctx = self.run_config.context(context["run_id"])
+        return Assemble(ctx)(Batch.from_dict(self.batch)).to_dict()
 
 
 class LoadOperator(ConfiguredOperator):
@@ -292,23 +275,13 @@ class LoadOperator(ConfiguredOperator):
         # value rather than a one-element list (xcom_pull's single-value rule).
         values = [self.batches] if isinstance(self.batches, dict) else list(self.batches)
         batches = [Batch.from_dict(b) for b in values]
-        docs = [d for b in batches for d in b.docs]
-        started = datetime.fromisoformat(cfg.started_at) if cfg.started_at else datetime.now(UTC)
-        pages = pages_read(batches)
-        metrics = run_metrics(batches)
-        progress = Progress("load", pages, log, total_docs=len(docs))
-
-        def record() -> RunRecord:  # made once the rows are in, so that it times the load
-            metrics["stage_seconds"]["load"] = round(progress.elapsed(), 3)
-            return RunRecord(context["run_id"], started, datetime.now(UTC), len(docs), pages, metrics)
-
-        loaded = load_documents(cfg.layout(), [d.doc_id for d in docs], record)
-        progress.add(pages=pages, docs=len(docs))
-        progress.done()
-        statuses: dict[str, int] = {}
-        for doc in docs:
-            statuses[doc.status or "unknown"] = statuses.get(doc.status or "unknown", 0) + 1
-        summary: dict[str, Any] = {"kb": cfg.kb, "run_id": context["run_id"], "documents": statuses,
-                   "pages": loaded["pages"], "chunks": loaded["chunks"]}  # fmt: skip
+        loaded = Load(cfg.context(context["run_id"]))(batches, run=batches)
+        summary: dict[str, Any] = {
+            "kb": cfg.kb,
+            "run_id": context["run_id"],
+            "documents": status_counts(batches),
+            "pages": loaded["pages"],
+            "chunks": loaded["chunks"],
+        }
         context["outlet_events"][self.kb_asset].extra = summary
         return summary

@@ -23,11 +23,12 @@ from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.pdf.discover import GLOB_CHARS
 from chandra_ocr.preflight import check_kb_folder, check_source
+from chandra_ocr.stages import RunContext
 from chandra_ocr.store.layout import KbLayout
 
 VARIABLE = "chandra_ocr"  # JSON Variable with run settings (keys as in RUN_ENV)
 POOLS_VARIABLE = "chandra_ocr_pools"  # written by the setup command: {pool name: slots}
-# JSON {doc_id | path ending | file name: password} of encrypted PDFs (chandra_ocr.passwords), read by
+# JSON {doc_id | path ending | file name: password} of encrypted PDFs (chandra_ocr.pdf.passwords), read by
 # the OCR task only: never part of a manifest or an XCom; the values are masked in task logs.
 PASSWORDS_VARIABLE = "chandra_ocr_pdf_passwords"
 
@@ -44,13 +45,14 @@ RUN_ENV = {
     "options": "CHANDRA_OCR_OPTIONS",
 }
 BASE_DIR_ENV = "CHANDRA_OCR_BASE_DIR"  # what relative source and KB paths resolve against
+_OPTIONS = IngestOptions()  # the library's defaults, which the run settings share
 RUN_DEFAULTS: dict[str, Any] = {
     "source": "./landing",
     "kb": "./kb",
-    "engine": "auto",
-    "preset": "chandra2",
-    "batch_pages": 200,
-    "settle_seconds": 30.0,
+    "engine": _OPTIONS.engine,
+    "preset": _OPTIONS.preset,
+    "batch_pages": _OPTIONS.batch_pages,
+    "settle_seconds": _OPTIONS.pdf.settle_seconds,
     "vllm_conn_id": "vllm_default",
     "options": {},
 }
@@ -107,8 +109,13 @@ class RunConfig:
     def layout(self) -> KbLayout:
         return KbLayout(Path(self.kb))
 
+    def context(self, run_id: str, **kwargs: Any) -> RunContext:
+        """The stages' context for one task of the run ``run_id`` (``kwargs``: engine, passwords)."""
+        started = datetime.fromisoformat(self.started_at) if self.started_at else datetime.now(UTC)
+        return RunContext(self.layout(), self.ingest_options(), run_id, started, **kwargs)
+
     def filters(self) -> dict[str, Any]:
-        """Keyword filters for ``pipeline.discover_new`` (only those that are set)."""
+        """Keyword filters for the discover stage (only those that are set)."""
         out: dict[str, Any] = {}
         if self.max_documents is not None:
             out["limit"] = self.max_documents

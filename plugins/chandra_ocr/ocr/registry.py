@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from chandra_ocr.config import from_mapping
@@ -32,10 +32,13 @@ def build_engine(
     preset: str,
     options: Mapping[str, Any] | None = None,
     passwords: Mapping[str, str] | None = None,
+    connection: Callable[[], Mapping[str, Any]] | None = None,
 ) -> OcrEngine:
     """The engine for the OCR route: ``text`` | ``cpu`` | ``vllm`` | ``openai`` | ``auto``.
 
-    ``passwords`` (doc_id → password) is for the text engine, which opens the PDFs itself."""
+    ``passwords`` (doc_id → password) is for the text engine, which opens the PDFs itself.
+    ``connection`` gives the server settings (base_url, api_key, model, …) of the ``openai`` kind,
+    e.g. from an Airflow connection; ``options`` win over them. It is called only for that kind."""
     options = dict(options or {})
     kind = resolve_kind(kind)
     if kind == "text":
@@ -57,5 +60,6 @@ def build_engine(
         from chandra_ocr.ocr.openai_engine import OpenAIEngine, ServerOptions
         from chandra_ocr.ocr.presets import get_preset
 
-        return OpenAIEngine(get_preset(preset), from_mapping(ServerOptions, options))
+        server = dict(connection()) if connection is not None else {}
+        return OpenAIEngine(get_preset(preset), from_mapping(ServerOptions, server | options))
     raise ConfigError(f"unknown engine kind {kind!r}: use auto, text, cpu, vllm or openai")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from chandra_ocr.assemble import page_markdown
 from chandra_ocr.document import Chunk, Document
+from chandra_ocr.store.exports import page_markdown
 
 
 def document_rows(

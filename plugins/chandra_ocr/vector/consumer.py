@@ -1,7 +1,7 @@
 """Apply the vector feed's outbox files to the embedded index, and search it with a question.
 
 ``apply_outbox`` reads ``<kb>/outbox/<feed>-NNNNNN.parquet`` in export order (the format is
-documented in ``chandra_ocr/feed.py``), skips files already applied, and for each file in one
+documented in ``chandra_ocr/vector/outbox.py``), skips files already applied, and for each file in one
 index transaction: deletes the vectors of ``delete`` rows, then upserts ``upsert`` rows by
 ``chunk_id`` — embedding only chunks whose ``content_hash`` is new to the index (moved or
 renumbered chunks keep their vectors) — and records the file as applied. A crash leaves the

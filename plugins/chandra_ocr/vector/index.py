@@ -24,7 +24,7 @@ from chandra_ocr.errors import ConfigError, StoreError
 
 log = logging.getLogger(__name__)
 
-# The outbox columns an index keeps beside each vector (feed.py documents them).
+# The outbox columns an index keeps beside each vector (outbox.py documents them).
 COLUMNS = (
     "chunk_id, doc_id, chunk_no, kind, text, n_tokens, header_path, page_start, page_end, "
     "bboxes, content_hash, source_uri, file_name"

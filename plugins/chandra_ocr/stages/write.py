@@ -11,12 +11,12 @@ from datetime import datetime
 from typing import NamedTuple
 
 from chandra_ocr import PIPELINE_VERSION
-from chandra_ocr.assemble import document_json, document_markdown
 from chandra_ocr.chunking import chunk_document
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.document import Document
 from chandra_ocr.manifest import DocRef
 from chandra_ocr.store.atomic import write_text_atomic
+from chandra_ocr.store.exports import document_json, document_markdown
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows

@@ -1,12 +1,14 @@
-"""The extract stage of one batch: triage every document, then stream all OCR pages through one engine.
+"""Extract stage (the OCR stage): triage the documents of a batch, then stream their OCR pages through
+one engine.
 
-A document whose every page takes the text route is finished where it was triaged, when the
-caller passes its run id: chunked and written (shards, exports) in the same worker task, with
-no checkpoint (redoing it costs a text pass; the assemble stage passes it by). Otherwise its
+A document whose every page takes the text route is finished where it was triaged (a declared
+step of this stage: its state becomes ``written``): chunked and written (shards, exports) in the
+same worker task, with no checkpoint (redoing it costs a text pass; the assemble stage passes it
+by). Otherwise its
 text-route pages are checkpointed straight from triage, in the document's record. OCR-route
 pages of every document in the batch form one stream (rendering in worker processes overlaps
 inference; no per-file barrier). A page the engine cannot read validly goes to the fallback
-chain (``fallback.py``): the text layer, then the CPU engine; it is marked ``fallback`` — or
+chain (``stages/fallback.py``): the text layer, then the CPU engine; it is marked ``fallback`` — or
 ``failed`` when nothing could read it.
 """
 
@@ -22,13 +24,14 @@ from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.document import ExtractRecord, Page, PageRequest, PageTriage
 from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
-from chandra_ocr.fallback import RENDER_FAILED, FailedPage, ocr_page, run_fallbacks
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.passwords import PasswordBook, load_passwords
+from chandra_ocr.pdf.passwords import PasswordBook, load_passwords
 from chandra_ocr.pdf.triage import DocumentTriage, triage_document
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
+from chandra_ocr.stages.context import RunContext
+from chandra_ocr.stages.fallback import RENDER_FAILED, FailedPage, ocr_page, run_fallbacks
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.layout import KbLayout
 
@@ -61,40 +64,41 @@ def engine_key(engine: OcrEngine) -> str:
     return checkpoint_key(engine.name, engine.model)
 
 
-def extract_batch(
-    batch: Batch,
-    layout: KbLayout,
-    options: IngestOptions,
-    engine: OcrEngine,
-    workers: PdfWorkers,
-    passwords: PasswordBook | None = None,
-    run_id: str | None = None,
-) -> Batch:
-    """Triage and read every page of ``batch`` (resuming from checkpoints); returns the updated manifest.
+class Extract:
+    """``Extract(ctx)(batch)`` → the batch, every page of it read (resuming from checkpoints).
 
-    With ``run_id``, documents read from the text layer alone are also written here (their
-    ``status`` is set; see the module doc). ``passwords`` opens encrypted documents (default: the
-    book in ``options.pdf.passwords_file``, if set). When the engine runs out of memory its
-    in-flight budget is halved and the pages not yet read are streamed again; raises EngineError
-    (EngineOutOfMemoryError at a budget of one page) when the engine fails for good. Pages already
-    read stay checkpointed either way. Records the stage's seconds in ``batch.seconds["extract"]``
-    and the engine's metrics (paging values) in ``batch.engine_metrics``.
+    Encrypted documents open with ``ctx.passwords`` (default: the book in
+    ``options.pdf.passwords_file``, if set). When the engine runs out of memory its in-flight
+    budget is halved and the pages not yet read are streamed again; raises EngineError
+    (EngineOutOfMemoryError at a budget of one page) when the engine fails for good. Pages
+    already read stay checkpointed either way. Records the stage's seconds in
+    ``batch.seconds["extract"]`` and the engine's metrics (paging values) in ``batch.engine_metrics``.
     """
-    started = time.monotonic()
-    key = engine_key(engine)
-    secrets = _batch_passwords(batch, options.pdf, passwords)
-    finish = Finish(options, engine.name, engine.model, run_id) if run_id is not None else None
-    pending = _triage_all(batch, layout, options, engine, workers, key, secrets, finish)
-    failed: list[FailedPage] = []
-    n_ocr = _read_ocr_pages(batch.batch_id, pending, layout, options, engine, workers, key, secrets, failed)
-    run_fallbacks(failed, layout, options, engine, key, workers, secrets)
-    batch.engine, batch.model = engine.name, engine.model
-    batch.counts = {"ocr_pages": n_ocr, "fallback_pages": len(failed)} | {
-        "quarantined": sum(1 for d in batch.docs if d.status == "quarantined")
-    }
-    batch.engine_metrics = engine.metrics()
-    batch.seconds["extract"] = time.monotonic() - started
-    return batch
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    def __call__(self, batch: Batch) -> Batch:
+        started = time.monotonic()
+        ctx, engine = self.ctx, self.ctx.ocr
+        layout, options = ctx.layout, ctx.options
+        key = engine_key(engine)
+        secrets = _batch_passwords(batch, options.pdf, ctx.passwords)
+        finish = Finish(options, engine.name, engine.model, ctx.run_id)
+        failed: list[FailedPage] = []
+        with ctx.pool() as workers:
+            pending = _triage_all(batch, layout, options, engine, workers, key, secrets, finish)
+            n_ocr = _read_ocr_pages(
+                batch.batch_id, pending, layout, options, engine, workers, key, secrets, failed
+            )
+            run_fallbacks(failed, layout, options, engine, key, workers, secrets)
+        batch.engine, batch.model = engine.name, engine.model
+        batch.counts = {"ocr_pages": n_ocr, "fallback_pages": len(failed)} | {
+            "quarantined": sum(1 for d in batch.docs if d.status == "quarantined")
+        }
+        batch.engine_metrics = engine.metrics()
+        batch.seconds["extract"] = time.monotonic() - started
+        return batch
 
 
 def _batch_passwords(batch: Batch, pdf: PdfOptions, book: PasswordBook | None) -> dict[str, str]:
@@ -205,7 +209,7 @@ def _triage_all(
     workers: PdfWorkers,
     key: str,
     passwords: dict[str, str],
-    finish: Finish | None,
+    finish: Finish,
 ) -> list[_Pending]:
     force = None if engine.reads_images else "text"
     done: dict[str, ExtractRecord] = {}  # records checkpointed under this key by an earlier attempt
@@ -233,6 +237,7 @@ def _triage_all(
                 checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
             record = done[doc.doc_id]
+        doc.state = "written" if record.outcome == "written" else "extracted"
         doc.status = "quarantined" if record.outcome == "quarantined" else record.written_status
         doc.n_pages = record.n_pages if record.n_pages is not None else doc.n_pages
         if record.outcome == "triaged":
@@ -265,7 +270,7 @@ def triage_and_checkpoint(
     if finish is not None and len(text_pages) == triage.n_pages:
         # imported here: Arrow and DuckDB take ~1 GB of address space, which counts against the
         # worker's cap, and a worker that only renders or triages OCR pages never needs them
-        from chandra_ocr.write import new_document, write_document
+        from chandra_ocr.stages.write import new_document, write_document
 
         done = new_document(doc, finish.engine, finish.model)
         done.n_pages, done.pages = triage.n_pages, text_pages

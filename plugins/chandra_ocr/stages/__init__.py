@@ -1,0 +1,21 @@
+"""The pipeline's stages, each one object with one call, sharing one ``RunContext``.
+
+- ``Discover`` (stages/discover.py): new PDFs of a source → batches of about ``batch_pages`` pages.
+- ``Compress`` (stages/compress.py): a smaller copy of each document to render from.
+- ``Extract`` (stages/extract.py, stages/fallback.py): triage, then every OCR page through the
+  engine and its fallback chain, checkpointed; text-only documents are written here.
+- ``Assemble`` (stages/assemble.py, stages/write.py): documents from their checkpoints → chunks,
+  Parquet shards, Markdown/JSON exports.
+- ``Load`` (stages/load.py): the shards into DuckDB in one transaction, with the run's record.
+
+The CLI runner (``pipeline.run``) and the Airflow operators call these and nothing below them.
+"""
+
+from chandra_ocr.stages.assemble import Assemble
+from chandra_ocr.stages.compress import Compress
+from chandra_ocr.stages.context import RunContext, build_run_engine
+from chandra_ocr.stages.discover import Discover, Planned
+from chandra_ocr.stages.extract import Extract
+from chandra_ocr.stages.load import Load
+
+__all__ = ["Assemble", "Compress", "Discover", "Extract", "Load", "Planned", "RunContext", "build_run_engine"]

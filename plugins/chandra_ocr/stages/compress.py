@@ -1,0 +1,70 @@
+"""Compress stage: a smaller copy of each document in its work folder (the original is never touched)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from concurrent.futures import Future
+from functools import partial
+from pathlib import Path
+
+from chandra_ocr.manifest import Batch
+from chandra_ocr.ocr.registry import reads_images
+from chandra_ocr.pdf.compress import CompressResult, compress_pdf
+from chandra_ocr.pdf.workers import PdfWorkers
+from chandra_ocr.progress import Progress
+from chandra_ocr.stages.context import RunContext
+
+log = logging.getLogger(__name__)
+
+
+class Compress:
+    """``Compress(ctx)(batch)`` → the batch, each document's ``work_pdf`` set: its compressed copy when one
+    was kept, else the original. Each document is compressed in a worker under a time limit; an engine
+    that renders no page (``text``) gains nothing from a smaller copy, so its documents are passed by.
+    Records the stage's seconds in ``batch.seconds["compress"]``."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    def __call__(self, batch: Batch) -> Batch:
+        ctx, pdf = self.ctx, self.ctx.options.pdf
+        progress = Progress(f"compress {batch.batch_id}", batch.pages, log, total_docs=len(batch.docs))
+        if pdf.compress and reads_images(ctx.options.engine):
+            with ctx.pool() as workers:
+                self._record(batch, self._compressed(batch, workers), progress)
+        else:
+            self._record(batch, iter([None] * len(batch.docs)), progress)
+        batch.seconds["compress"] = progress.done()
+        return batch
+
+    def _compressed(self, batch: Batch, workers: PdfWorkers) -> Iterator[CompressResult | None]:
+        pdf = self.ctx.options.pdf
+        job = partial(
+            compress_pdf,
+            min_dpi=pdf.ocr_dpi,
+            timeout_s=pdf.compress_timeout_s,
+            min_image_pixels=pdf.compress_min_image_pixels,
+        )
+        args = [(Path(d.source), self.ctx.layout.compressed_pdf(d.doc_id)) for d in batch.docs]
+        sizes = [d.n_pages for d in batch.docs]
+        futures = workers.submit_largest_first(job, args, sizes, timeout=pdf.compress_timeout_s + 30)
+        return (_result_or_none(f) for f in workers.in_order(futures, "compress"))
+
+    @staticmethod
+    def _record(batch: Batch, results: Iterator[CompressResult | None], progress: Progress) -> None:
+        for doc, result in zip(batch.docs, results, strict=True):
+            kept = result if result is not None and result.kept else None
+            doc.work_pdf = kept.output if kept else doc.source
+            doc.compressed_bytes = kept.bytes_after if kept else None
+            doc.compress_method = kept.method if kept else "none"
+            progress.add(pages=doc.n_pages, docs=1)
+
+
+def _result_or_none(future: Future) -> CompressResult | None:
+    """A compression that failed or timed out just means: use the original."""
+    try:
+        return future.result()
+    except Exception as e:  # the original stays usable whatever went wrong with the copy
+        log.warning("compression skipped: %s", e)
+        return None

@@ -1,0 +1,61 @@
+"""Load stage: the written shards of some batches into DuckDB in one transaction, with the run's record."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from chandra_ocr.manifest import Batch, pages_read, run_metrics
+from chandra_ocr.progress import Progress
+from chandra_ocr.stages.context import RunContext
+from chandra_ocr.store.duckdb_store import RunRecord, load_documents
+
+log = logging.getLogger(__name__)
+
+
+class Load:
+    """``Load(ctx)(batches, run=...)`` → the counts loaded (documents, pages, chunks, ...).
+
+    Each batch's ``seconds["load"]`` gets its share of the load's time, by pages. With ``run``
+    (the run's batches: all of them, these included), the run's record is stored in the same
+    transaction once the rows are in, so that it times this load too."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    def __call__(self, batches: list[Batch], run: list[Batch] | None = None) -> dict[str, int]:
+        pages = sum(b.pages for b in batches)
+        docs = [d.doc_id for b in batches for d in b.docs]
+        progress = Progress(f"load {len(batches)} batch(es)", pages, log, total_docs=len(docs))
+
+        def share(seconds: float) -> None:
+            for b in batches:
+                b.seconds["load"] = seconds * b.pages / max(pages, 1)
+
+        def record() -> RunRecord:
+            share(progress.elapsed())
+            return run_record(self.ctx, run or batches)
+
+        counts = load_documents(self.ctx.layout, docs, record if run is not None else None)
+        progress.add(pages=pages, docs=len(docs))
+        share(progress.done())
+        return counts
+
+
+def run_record(ctx: RunContext, batches: list[Batch]) -> RunRecord:
+    """The ``runs`` row of a run made of ``batches``, timed from ``ctx.started`` to now."""
+    finished = datetime.now(UTC)
+    seconds = max((finished - ctx.started).total_seconds(), 1e-6)
+    pages = pages_read(batches)
+    metrics: dict[str, Any] = run_metrics(batches)
+    engines, models = {b.engine for b in batches if b.engine}, {b.model for b in batches if b.engine}
+    metrics |= {
+        "seconds": seconds,
+        "pages_per_s": pages / seconds,
+        "output_tokens_per_s": metrics["output_tokens"] / seconds,
+        "engine": engines.pop() if len(engines) == 1 else None,
+        "model": models.pop() if len(models) == 1 else None,
+    }
+    n_docs = sum(len(b.docs) for b in batches)
+    return RunRecord(ctx.run_id, ctx.started, finished, n_docs, pages, metrics)
