@@ -163,7 +163,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     preflight.check_source(args.source)
     preflight.check_passwords_file(args.passwords_file)
     preflight.check_fallbacks(options)
-    engine = preflight.ready_engine(options.engine, options.preset, options.engine_options)
+    engine = preflight.ready_engine(options)
     try:
         summary = run(args.source, args.kb, options, engine, limit=args.limit)
     finally:

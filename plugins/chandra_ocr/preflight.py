@@ -6,14 +6,11 @@ to do. The CLI runs them before a run starts; the Airflow ``preflight`` task run
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from chandra_ocr.config import IngestOptions
-from chandra_ocr.errors import ConfigError, EngineError
+from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.discover import GLOB_CHARS, candidates
 from chandra_ocr.pdf.passwords import load_passwords
@@ -95,31 +92,21 @@ def check_fallbacks(options: IngestOptions) -> None:
             raise ConfigError(f"fallback_options[{kind!r}]: {e}") from None
 
 
-def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngine:
-    """The engine built from the options, checked as far as it can be without loading a model.
+def ready_engine(options: IngestOptions) -> OcrEngine:
+    """The run's engine, its options validated for its kind and checked as far as they can be without
+    loading a model (``ocr.registry.ready_engine``)."""
+    from chandra_ocr.ocr.registry import ready_engine as ready
 
-    The cpu engine is started (Tesseract and its languages found), and so is the openai engine (its
-    server answers and serves the model); the vllm kind needs vLLM installed (its model loads when
-    the run starts).
-    """
-    from chandra_ocr.ocr.registry import build_engine, resolve_kind
+    return ready(options.engine, options.preset, options.engine_options)
 
-    resolved = resolve_kind(kind)
-    if resolved == "vllm" and importlib.util.find_spec("vllm") is None:
-        raise ConfigError(
-            "--engine vllm needs vLLM (pip install vllm on a CUDA machine); "
-            "without a GPU use --engine cpu, or --engine openai with a vLLM server"
-        )
-    engine = build_engine(resolved, preset, options)
-    if resolved == "openai":
+
+def check_engine_options(options: IngestOptions) -> None:
+    """``engine_options`` validated for the run's engine kind (nothing started); with ``auto`` the kind is
+    only known where the OCR task runs (GPU or not), so they are checked there."""
+    from chandra_ocr.ocr.registry import build_engine
+
+    if options.engine != "auto":
         try:
-            engine.start()
-        except EngineError as e:
-            engine.close()
-            raise ConfigError(
-                f"--engine openai: {e}; start the server (`vllm serve MODEL`) or point "
-                '--engine-option base_url="http://HOST:PORT/v1" at it'
-            ) from None
-    elif resolved in ("text", "cpu"):
-        engine.start()
-    return engine
+            build_engine(options.engine, options.preset, options.engine_options)
+        except ConfigError as e:
+            raise ConfigError(f"engine_options of the {options.engine} engine: {e}") from None

@@ -33,7 +33,7 @@ def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
 
     failed = run_dag("chandra_ocr_backfill", **conf)
     assert failed.state == "failed", failed.tasks
-    stages = failed.states("batch.compress") + failed.states("batch.ocr")
+    stages = failed.states("batch.compress") + failed.states("batch.extract")
     assert stages.count("failed") == 1, failed.tasks  # the blocked document's batch, in the stage that writes
     assert failed.states("batch.assemble").count("success") == 2 and failed.states("load") == [
         "upstream_failed"

@@ -30,7 +30,7 @@ def test_ingest_and_backfill_share_one_graph_mapped_over_batches():
     bag = DagBag(dag_folder=str(DAGS))
     ingest, backfill = bag.dags["chandra_ocr_ingest"], bag.dags["chandra_ocr_backfill"]
     assert sorted(ingest.task_dict) == sorted(backfill.task_dict) == [
-        "batch.assemble", "batch.compress", "batch.ocr", "discover", "load", "preflight", "report",
+        "batch.assemble", "batch.compress", "batch.extract", "discover", "load", "preflight", "report",
     ]  # fmt: skip
     assert ingest.catchup is False and ingest.max_active_runs == 1
     assert backfill.schedule is None and ingest.schedule == "@daily"
@@ -38,10 +38,10 @@ def test_ingest_and_backfill_share_one_graph_mapped_over_batches():
         "source", "kb", "engine", "preset", "batch_pages",
         "modified_since", "modified_until", "max_documents", "reprocess",
     }  # fmt: skip
-    ocr = ingest.get_task("batch.ocr")
+    ocr = ingest.get_task("batch.extract")
     assert (ocr.pool, ocr.queue, ocr.retry_exponential_backoff) == ("chandra_ocr_gpu", "gpu", 2.0)
     assert ocr.execution_timeout == timedelta(hours=6)
-    group = ocr.get_closest_mapped_task_group()  # one mapped instance per batch: compress → ocr → assemble
+    group = ocr.get_closest_mapped_task_group()  # one mapped instance per batch: compress → extract → assemble
     assert group is not None and group.group_id == "batch"
     assert [op.task_id for op in group.iter_mapped_dependencies()] == ["discover"]
     assert ingest.get_task("batch.compress").upstream_task_ids == {"discover", "preflight"}

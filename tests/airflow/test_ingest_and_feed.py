@@ -52,7 +52,7 @@ def _documents(kb: Path) -> dict[str, tuple]:
 
 def test_first_run_ingests_born_digital_and_scanned_and_quarantines_broken(world, first, inputs):
     assert first.state == "success", first.tasks
-    assert set(first.states("batch.ocr")) == {"success"} and first.states("load") == ["success"]
+    assert set(first.states("batch.extract")) == {"success"} and first.states("load") == ["success"]
     report = xcom("chandra_ocr_ingest", first.run_id, "report")  # the last task: the run report
     folder = world.kb / "report"
     assert report == {"html": str(folder / "report.html"), "png": str(folder / "report.png")}
@@ -90,7 +90,7 @@ def test_second_run_finds_nothing_new_and_touches_nothing(world, second):
     run, (tables, files, n_events) = second
     assert run.state == "success"
     assert xcom("chandra_ocr_ingest", run.run_id, "discover") == []
-    assert set(run.states("batch.ocr")) == {"skipped"} and run.states("load") == ["skipped"]
+    assert set(run.states("batch.extract")) == {"skipped"} and run.states("load") == ["skipped"]
     assert table_fingerprints(world.kb) == tables  # no new or changed rows, no new run recorded
     assert mtimes(world.kb / "work") == files  # no page re-read, no checkpoint rewritten
     assert len(asset_events()) == n_events  # nothing loaded → no event → the feed is not triggered

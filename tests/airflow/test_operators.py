@@ -153,3 +153,14 @@ def test_assemble_task_quarantines_a_document_whose_assembly_times_out(tmp_path,
     load.execute({"run_id": "r1", "outlet_events": OutletEventAccessors()})
     ((status, error),) = query(tmp_path / "kb", "SELECT status, error FROM documents")
     assert status == "quarantined" and error.startswith("assembly failed:") and "limit" in error
+
+
+def test_preflight_rejects_engine_options_the_engine_does_not_have(pools_recorded, tmp_path, samples):
+    """A typo in engine_options fails the run at preflight, before any batch waits for the GPU task."""
+    src = landing(tmp_path / "in", {"report": samples / "report.pdf"})
+    params = {"source": str(src), "kb": str(tmp_path / "kb"), "engine": "cpu"}
+    with pytest.raises(
+        ConfigError, match=r"engine_options of the cpu engine: unknown CpuOptions option\(s\): lagn"
+    ):
+        _preflight(params | {"options": {"engine_options": {"lagn": "deu"}}})
+    assert _preflight(params | {"options": {"engine_options": {"lang": "eng"}}})["kb"] == str(tmp_path / "kb")

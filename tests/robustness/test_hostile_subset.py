@@ -132,17 +132,21 @@ def test_a_page_beyond_the_worker_memory_cap_is_refused_with_a_reason(corpus: Pa
 
 
 @pytest.mark.timeout(300)
-def test_a_page_that_renders_forever_is_killed_at_the_page_time_limit(corpus: Path, tmp_path: Path):
+def test_a_page_that_renders_forever_is_killed_at_the_page_time_limit(
+    corpus: Path, tmp_path: Path, ingest_path
+):
     """pdf.js's operator_list_cycle draws a form that draws itself: MuPDF ignores Python signals while it
-    renders, so only killing the worker process ends it (here after 2 s; at 300 dpi it runs for minutes)."""
+    renders, so only killing the worker process ends it (here after 2 s; at 300 dpi it runs for minutes).
+    Through the CLI runner and through the Airflow operators."""
     src = tmp_path / "in"
     src.mkdir()
     shutil.copy(corpus / "pdfjs/test/pdfs/operator_list_cycle.pdf", src / "cycle.pdf")
     shutil.copy(corpus / "derived/phototest.scan.pdf", src / "phototest.pdf")
     pdf = PdfOptions(settle_seconds=0, page_timeout_s=2.0, compress=False)
 
+    options = IngestOptions(engine="cpu", pdf=pdf)
     started = time.monotonic()
-    run(src, tmp_path / "kb", IngestOptions(engine="cpu", pdf=pdf))
+    ingest_path(src, tmp_path / "kb", options, build_engine("cpu", options.preset))
 
     docs = documents_by_name(tmp_path / "kb")
     assert docs["phototest.pdf"] == ("ingested", None)

@@ -133,8 +133,8 @@ def celery_run(corpus) -> CeleryRun:
 
 def test_ocr_ran_on_the_gpu_worker_and_everything_else_on_the_default_worker(celery_run):
     assert celery_run.state == "success", celery_run.tasks
-    ocr = [t for t in celery_run.tasks if t[0] == "batch.ocr"]
-    others = [t for t in celery_run.tasks if t[0] != "batch.ocr"]
+    ocr = [t for t in celery_run.tasks if t[0] == "batch.extract"]
+    others = [t for t in celery_run.tasks if t[0] != "batch.extract"]
     assert len(ocr) >= 2  # one mapped instance per batch
     assert {(state, queue, host) for _, _, state, queue, host in ocr} == {("success", "gpu", "gpu-worker")}
     assert {(queue, host) for _, _, _, queue, host in others} == {("default", "default-worker")}
@@ -174,7 +174,7 @@ def test_the_run_record_report_and_progress_lines(celery_run):
     assert set(stages) == {"compress", "extract", "assemble", "load"} and min(stages.values()) > 0
     assert (celery_run.kb / "report" / "report.html").stat().st_size > 0
     logs = celery_run.airflow_home / "logs" / f"dag_id={DAG_ID}"
-    lines = {"batch.compress": "compress b-", "batch.ocr": "extract b-", "batch.assemble": "assemble b-",
+    lines = {"batch.compress": "compress b-", "batch.extract": "extract b-", "batch.assemble": "assemble b-",
              "load": "load: ", "report": "run report: "}  # fmt: skip
     for task, line in lines.items():
         texts = [p.read_text(errors="replace") for p in logs.rglob(f"task_id={task}/**/*.log")]

@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from fault_proxy import FaultProxy
+from ingest_paths import PATHS
 from kb_query import documents_by_name, kb_rows
 from vllm_server import API_KEY
 
@@ -23,7 +24,6 @@ from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.errors import EngineError
 from chandra_ocr.ocr.openai_engine import OpenAIEngine, ServerOptions
 from chandra_ocr.ocr.presets import Sampling
-from chandra_ocr.pipeline import run
 
 pytestmark = [pytest.mark.vllm, pytest.mark.corpus, pytest.mark.slow]
 
@@ -48,7 +48,16 @@ def scans(corpus: Path, samples: Path, tmp_path: Path) -> Path:
     return src
 
 
-def _ingest(src: Path, kb: Path, preset, proxy: FaultProxy, **server):
+@pytest.fixture
+def ingest(request: pytest.FixtureRequest):
+    """The path of the test's ``path`` parameter (tests/ingest_paths.py): the CLI runner or the operators."""
+    path = getattr(request, "param", "cli")
+    if path == "airflow":
+        request.getfixturevalue("airflow_db")
+    return PATHS[path]
+
+
+def _ingest(ingest, src: Path, kb: Path, preset, proxy: FaultProxy, **server) -> dict[str, int]:
     values = {
         "base_url": proxy.base_url, "api_key": API_KEY, "seed": 0, "max_in_flight": 2,
         # backoff 0.5 + 1 + 2 + 4 s: outlasts two back-to-back "refuse" windows (1.5 s each, plus the
@@ -58,7 +67,7 @@ def _ingest(src: Path, kb: Path, preset, proxy: FaultProxy, **server):
     engine = OpenAIEngine(preset, ServerOptions(**values))
     options = IngestOptions(engine="openai", pdf=PdfOptions(settle_seconds=0, compress=False))
     try:
-        return run(src, kb, options, engine=engine)
+        return ingest(src, kb, options, engine)
     finally:
         engine.close()
 
@@ -68,18 +77,25 @@ def _rows(kb: Path) -> dict[str, tuple]:
     return {"docs": documents_by_name(kb), "pages": pages}
 
 
+BOTH = [("500", "cli"), ("500", "airflow")]  # a fault the tests run through both production paths
+
+
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("fault", ["500", "drop", "delay", "truncate", "refuse"])
+@pytest.mark.parametrize(
+    ("fault", "ingest"),
+    [*BOTH, ("drop", "cli"), ("delay", "cli"), ("truncate", "cli"), ("refuse", "cli")],
+    indirect=["ingest"],
+)
 def test_a_transient_fault_is_retried_and_every_document_ingested(
-    fault, scans, tmp_path, preset, proxy, caplog
+    fault, ingest, scans, tmp_path, preset, proxy, caplog
 ):
     caplog.set_level(logging.WARNING, logger="chandra_ocr.ocr.openai_engine")
     proxy.inject(fault, fault)  # the first two page requests fail
 
-    summary = _ingest(scans, tmp_path / "kb", preset, proxy)
+    statuses = _ingest(ingest, scans, tmp_path / "kb", preset, proxy)
 
     rows = _rows(tmp_path / "kb")
-    assert summary.statuses == {"ingested": 3}
+    assert statuses == {"ingested": 3}
     assert set(rows["docs"].values()) == {("ingested", None)} and len(rows["pages"]) == 3
     assert any(engine == "openai" for engine, _, _ in rows["pages"]), rows["pages"]
     assert proxy.counts[fault] >= 1 and proxy.counts["chat"] > proxy.counts[fault]
@@ -89,15 +105,19 @@ def test_a_transient_fault_is_retried_and_every_document_ingested(
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("fault", ["500", "delay", "refuse"])
-def test_a_persistent_fault_fails_the_run_cleanly_with_no_rows(fault, scans, tmp_path, preset, proxy, caplog):
+@pytest.mark.parametrize(
+    ("fault", "ingest"), [*BOTH, ("delay", "cli"), ("refuse", "cli")], indirect=["ingest"]
+)
+def test_a_persistent_fault_fails_the_run_cleanly_with_no_rows(
+    fault, ingest, scans, tmp_path, preset, proxy, caplog
+):
     caplog.set_level(logging.DEBUG)
     proxy.relisten_s = None  # "refuse" stays refused
     proxy.inject(always=fault)
     kb = tmp_path / "kb"
 
     with pytest.raises(EngineError, match="after 3 tries") as failure:
-        _ingest(scans, kb, preset, proxy, max_retries=2, backoff_s=0.2)
+        _ingest(ingest, scans, kb, preset, proxy, max_retries=2, backoff_s=0.2)
 
     assert API_KEY not in str(failure.value) and API_KEY not in caplog.text
     assert not (kb / "parquet").exists() or not any((kb / "parquet").rglob("*.parquet"))
@@ -113,14 +133,15 @@ def test_a_persistent_fault_fails_the_run_cleanly_with_no_rows(fault, scans, tmp
 
 
 @pytest.mark.timeout(300)
-def test_length_cut_output_falls_back_and_the_documents_are_ingested(scans, tmp_path, preset, proxy):
+@pytest.mark.parametrize("ingest", ["cli", "airflow"], indirect=True)
+def test_length_cut_output_falls_back_and_the_documents_are_ingested(ingest, scans, tmp_path, preset, proxy):
     """Generations cut at max_tokens (``length``) never count as read: each page retries on the
     temperature schedule, then Tesseract reads it; the run itself succeeds."""
     cut = dataclasses.replace(preset, sampling=Sampling(max_tokens=2, temperatures=(0.0, 0.5), stop=()))
 
-    summary = _ingest(scans, tmp_path / "kb", cut, proxy)
+    statuses = _ingest(ingest, scans, tmp_path / "kb", cut, proxy)
 
     rows = _rows(tmp_path / "kb")
-    assert summary.statuses == {"ingested": 3}
+    assert statuses == {"ingested": 3}
     assert rows["pages"] == [("cpu", "fallback", "length")] * 3
     assert proxy.counts["chat"] == 3 * 2  # two attempts per page, no fault injected

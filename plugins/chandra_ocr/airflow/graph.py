@@ -1,6 +1,6 @@
 """The one place that builds the DAGs: the ingestion graph (nightly and backfill DAGs) and the feed.
 
-preflight → discover → per batch (mapped task group): compress → ocr (GPU pool/queue) → assemble
+preflight → discover → per batch (mapped task group): compress → extract (the OCR task: GPU pool/queue) → assemble
 → load (1-slot pool) → event on ``KB_ASSET`` → report (HTML + PNG in ``<kb>/report``). Mapping is
 over batches, never pages.
 """
@@ -109,7 +109,7 @@ def _ingest_tasks(settings: DagSettings) -> None:
     def per_batch(batch: dict[str, Any]) -> Any:
         compressed = CompressOperator(task_id="compress", config=config, batch=batch)
         read = ChandraOcrOperator(
-            task_id="ocr",
+            task_id="extract",
             config=config,
             batch=compressed.output,
             pool=settings.gpu_pool,

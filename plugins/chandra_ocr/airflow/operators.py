@@ -32,7 +32,7 @@ from chandra_ocr.manifest import Batch, status_counts
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pdf.passwords import PasswordBook, parse_passwords
-from chandra_ocr.preflight import check_fallbacks
+from chandra_ocr.preflight import check_engine_options, check_fallbacks
 from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, build_run_engine
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class PreflightOperator(BaseOperator):
         variable = Variable.get(VARIABLE, default=None, deserialize_json=True)
         config = resolve_run_config(context["params"], variable, os.environ)
         check_run_paths(config, os.environ, source=self.needs_source)
+        check_engine_options(config.ingest_options())
         check_fallbacks(config.ingest_options())
         log.info(
             "run settings: source=%s kb=%s engine=%s", config.source, config.kb, config.options["engine"]

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from chandra_ocr.config import from_mapping
-from chandra_ocr.errors import ConfigError
+from chandra_ocr.errors import ConfigError, EngineError
 from chandra_ocr.ocr.base import OcrEngine
 
 
@@ -63,3 +63,31 @@ def build_engine(
         server = dict(connection()) if connection is not None else {}
         return OpenAIEngine(get_preset(preset), from_mapping(ServerOptions, server | options))
     raise ConfigError(f"unknown engine kind {kind!r}: use auto, text, cpu, vllm or openai")
+
+
+def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngine:
+    """The engine built from the options, checked as far as it can be without loading a model.
+
+    The cpu engine is started (Tesseract and its languages found), and so is the openai engine (its
+    server answers and serves the model); the vllm kind needs vLLM installed (its model loads when
+    the run starts).
+    """
+    resolved = resolve_kind(kind)
+    if resolved == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise ConfigError(
+            "--engine vllm needs vLLM (pip install vllm on a CUDA machine); "
+            "without a GPU use --engine cpu, or --engine openai with a vLLM server"
+        )
+    engine = build_engine(resolved, preset, options)
+    if resolved == "openai":
+        try:
+            engine.start()
+        except EngineError as e:
+            engine.close()
+            raise ConfigError(
+                f"--engine openai: {e}; start the server (`vllm serve MODEL`) or point "
+                '--engine-option base_url="http://HOST:PORT/v1" at it'
+            ) from None
+    elif resolved in ("text", "cpu"):
+        engine.start()
+    return engine
