@@ -98,7 +98,7 @@ def _table_doc(rows: list[list[str]]) -> Document:
     blocks = [
         Block(0, "section_header", (50, 40, 550, 60), "Results", level=1),
         Block(1, "caption", (50, 70, 550, 90), "Table 1: Yearly counts"),
-        Block(2, "table", table.bbox, "table text"),
+        Block(2, "table", table.bbox, "table text", table_no=table.table_no),
         Block(3, "text", (50, 710, 550, 760), "After the table."),
     ]
     return Document(

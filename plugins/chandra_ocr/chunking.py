@@ -91,7 +91,6 @@ def _drafts(doc: Document, options: ChunkOptions) -> list[_Draft]:
     current: _Draft | None = None
     for page in doc.pages:
         tables = {t.table_no: t for t in page.tables}
-        table_no = 0
         blocks = [b for b in page.blocks if b.label not in _SKIP and b.text.strip()]
         captions = _table_captions(blocks)
         for block in blocks:
@@ -104,10 +103,10 @@ def _drafts(doc: Document, options: ChunkOptions) -> list[_Draft]:
                 continue
             path = tuple(h[1] for h in headers)
             if block.label == "table":
-                table_no += 1
+                table = tables.get(block.table_no) if block.table_no is not None else None
                 caption = next((b.text for b in blocks if b.block_no == captions.get(block.block_no)), None)
                 drafts.extend(
-                    _table_drafts(block, tables.get(table_no), caption, path, page.page_no, options)
+                    _table_drafts(block, table, caption, path, page.page_no, options)
                 )
                 current = None
                 continue

@@ -49,6 +49,7 @@ class Block:
     text: str
     html: str | None = None
     level: int | None = None  # heading level for section_header/title blocks
+    table_no: int | None = None  # a table block's ``Table`` on the same page (None: no grid was read)
 
 
 @dataclass(frozen=True)

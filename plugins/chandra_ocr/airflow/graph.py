@@ -1,6 +1,6 @@
 """The one place that builds the DAGs: the ingestion graph (nightly and backfill DAGs) and the feed.
 
-preflight → discover → per batch (mapped task group): compress → extract (the OCR task: GPU pool/queue) → assemble
+preflight → discover → per batch (mapped task group): compress → extract (OCR: GPU pool/queue) → assemble
 → load (1-slot pool) → event on ``KB_ASSET`` → report (HTML + PNG in ``<kb>/report``). Mapping is
 over batches, never pages.
 """

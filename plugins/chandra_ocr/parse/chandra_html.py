@@ -120,10 +120,12 @@ def parse_chandra_html(html: str, width_pt: float, height_pt: float) -> ParsedPa
         level = first_heading_level(inner) if label in ("section_header", "title") else None
         bbox = scale_bbox(attrs.get("data-bbox"), width_pt, height_pt) if attrs is not None else None
         blocks.append(Block(len(blocks), label, bbox, text, html=inner.strip(), level=level))
-    return ParsedPage(blocks=blocks, tables=_tables(blocks))
+    tables = _tables(blocks)
+    return ParsedPage(blocks=blocks, tables=tables)
 
 
 def _tables(blocks: list[Block]) -> list[Table]:
+    """The tables of the table blocks, each block given its table's number."""
     tables: list[Table] = []
     table_no = 0
     for i, block in enumerate(blocks):
@@ -137,6 +139,7 @@ def _tables(blocks: list[Block]) -> list[Table]:
         if table.caption is None:
             table = dataclasses.replace(table, caption=_adjacent_caption(blocks, i))
         tables.append(table)
+        blocks[i] = dataclasses.replace(block, table_no=table_no)
     return tables
 
 

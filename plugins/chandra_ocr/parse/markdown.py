@@ -8,6 +8,7 @@ tables, pipe tables, ATX and setext headings, lists, images and paragraphs. Any 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class _Page:
         self.table_blocks += 1
         with contextlib.suppress(ParseError):  # a table without cells keeps its text only
             self.tables.append(build(self.table_blocks))
+            self.blocks[-1] = dataclasses.replace(self.blocks[-1], table_no=self.table_blocks)
 
 
 def parse_markdown(md: str, width_pt: float, height_pt: float) -> ParsedPage:

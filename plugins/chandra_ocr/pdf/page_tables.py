@@ -119,6 +119,8 @@ def with_table_blocks(
     order = {b.bbox: n for n, b in enumerate(b for b in out if b.label == "table")}
     tables = sorted(tables, key=lambda t: order.get(t.bbox, len(order)))
     tables = [dataclasses.replace(t, table_no=n) for n, t in enumerate(tables, start=1)]
+    numbers = {t.bbox: t.table_no for t in tables}
+    out = [dataclasses.replace(b, table_no=numbers.get(b.bbox)) if b.label == "table" else b for b in out]
     return [dataclasses.replace(b, block_no=i) for i, b in enumerate(out)], tables
 
 
