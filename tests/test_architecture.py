@@ -74,3 +74,19 @@ def test_the_airflow_layer_calls_the_stages_and_nothing_below_them():
         if d.startswith(BELOW_THE_STAGES)
     }
     assert not reached, sorted(reached)
+
+
+def test_a_triage_worker_imports_neither_duckdb_nor_arrow():
+    """A worker unpickling the extract stage's worker function imports its module alone: under the
+    300 MB address-space cap of the memory test, DuckDB or Arrow would not even load."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, chandra_ocr.stages.extract as e; e.triage_and_checkpoint; "
+        "print(sorted(m for m in ('duckdb', 'pyarrow') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
