@@ -113,7 +113,7 @@ def with_table_blocks(
             )
     for n, (table, _) in enumerate(found):  # tables whose words no block holds: by position
         if n not in placed:
-            assert table.bbox is not None, "a table found in the PDF without a box"  # native: found by position
+            assert table.bbox is not None, "a table found in the PDF without a box"  # found by position
             top = table.bbox[1]
             at = next((i for i, b in enumerate(out) if b.bbox and b.bbox[1] > top), len(out))
             out.insert(at, _table_block(table))

@@ -54,7 +54,7 @@ class Embedder:
     def dim(self) -> int:
         dim = self._loaded().get_embedding_dimension()
         if dim is None:  # a model whose last module does not tell its output size
-            raise ConfigError(f"embedding model {self.name} does not declare its vector size: use another model")
+            raise ConfigError(f"embedding model {self.name} declares no vector size: use another model")
         return int(dim)
 
     def start(self) -> Embedder:
@@ -101,7 +101,7 @@ class Embedder:
         """Each text cut into model-sized windows (by word-piece offsets), with the text each came from."""
         model = self._loaded()
         if model.max_seq_length is None:
-            raise ConfigError(f"embedding model {self.name} declares no maximum input length: use another model")
+            raise ConfigError(f"embedding model {self.name} declares no input length: use another model")
         size = max(16, int(model.max_seq_length) - 2)  # room for [CLS] and [SEP]
         tokenizer = model.tokenizer
         windows: list[str] = []

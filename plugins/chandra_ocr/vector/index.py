@@ -126,8 +126,8 @@ def search(con: duckdb.DuckDBPyConnection, query_vector, k: int = 5, doc_id: str
         [list(map(float, query_vector)), doc_id, doc_id, int(k)],
     ).fetchall()
     return [
-        Hit(chunk_id, doc_id, file_name, page_start, page_end, kind, tuple(header_path or ()), text, float(score))
-        for chunk_id, doc_id, file_name, page_start, page_end, kind, header_path, text, score in rows
+        Hit(chunk_id, doc_id, file_name, first, last, kind, tuple(header_path or ()), text, float(score))
+        for chunk_id, doc_id, file_name, first, last, kind, header_path, text, score in rows
     ]
 
 
