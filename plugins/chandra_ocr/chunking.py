@@ -52,7 +52,7 @@ def chunk_document(doc: Document, options: ChunkOptions) -> list[Chunk]:
     """Split a document's pages into chunks with stable ids and provenance."""
     drafts = _drafts(doc, options)
     seen: Counter[tuple[tuple[str, ...], str]] = Counter()
-    chunks = []
+    chunks: list[Chunk] = []
     for draft in drafts:
         text = draft.text
         key = (draft.header_path, text)
@@ -160,7 +160,9 @@ def _table_drafts(
     if token_count(whole) <= options.max_tokens or not body:
         return [_Draft("table", path, [_Piece(whole, page_no, bbox)])]
     context = _repeated_context(head, header_md, table, options.max_tokens)
-    drafts, group, group_tokens = [], [], 0
+    drafts: list[_Draft] = []
+    group: list[str] = []
+    group_tokens = 0
     budget = options.max_tokens - token_count("\n".join(context))
     for row in body:
         line = _markdown_rows([row])

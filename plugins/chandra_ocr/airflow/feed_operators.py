@@ -13,6 +13,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from chandra_ocr.airflow.operators import ConfiguredOperator
 from chandra_ocr.airflow.settings import RunConfig
+from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.vector.outbox import export_changes
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class VectorIndexOperator(ConfiguredOperator):
 
     template_fields: Sequence[str] = ("config", "exports")
 
-    def __init__(self, *, exports: list[dict[str, Any]], **kwargs: Any) -> None:
+    def __init__(self, *, exports: Templated[list[dict[str, Any]]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.exports = exports
 
@@ -73,7 +74,7 @@ class VectorIndexOperator(ConfiguredOperator):
 
         embedder = Embedder().start()
         out = []
-        for kb in sorted({e["kb"] for e in self.exports}):
+        for kb in sorted({e["kb"] for e in rendered(self.exports)}):
             counts = apply_outbox(RunConfig.from_dict(self.config | {"kb": kb}).layout(), embedder=embedder)
             log.info("vector index of %s: %s", kb, counts)
             out.append({"kb": kb} | dataclasses.asdict(counts))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG, Asset, Param, task_group
+from airflow.sdk import DAG, Asset, Param, XComArg, task_group
 
 from chandra_ocr.airflow.feed_operators import FeedExportOperator, VectorIndexOperator
 from chandra_ocr.airflow.operators import (
@@ -121,6 +121,7 @@ def _ingest_tasks(settings: DagSettings) -> None:
         return AssembleOperator(task_id="assemble", config=config, batch=read.output).output
 
     assembled = per_batch.expand(batch=batches)
+    assert isinstance(assembled, XComArg)  # typed DAGNode by Airflow; a group returns what its function does
     load = LoadOperator(
         task_id="load", config=config, batches=assembled, kb_asset=KB_ASSET, pool=settings.loader_pool
     )

@@ -9,6 +9,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 
 from chandra_ocr.airflow.settings import RunConfig
+from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.report import write_report
 
 log = logging.getLogger(__name__)
@@ -23,11 +24,11 @@ class ReportOperator(BaseOperator):
     template_fields: Sequence[str] = ("config",)
     ui_color = "#fff3e0"
 
-    def __init__(self, *, config: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *, config: Templated[dict[str, Any]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.config = config
 
     def execute(self, context: Context) -> dict[str, str]:
-        files = write_report(RunConfig.from_dict(self.config).kb)
+        files = write_report(RunConfig.from_dict(rendered(self.config)).kb)
         log.info("run report: %s (overview %s)", files.html, files.png)
         return {"html": str(files.html), "png": str(files.png)}

@@ -61,7 +61,7 @@ class Feeder:
             if isinstance(item, BaseException):
                 raise item
             return None
-        return item  # type: ignore[return-value]
+        return item
 
     def close(self) -> None:
         """Stop pulling (the thread ends after the item it is waiting for, if any)."""

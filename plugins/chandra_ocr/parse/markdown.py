@@ -97,7 +97,8 @@ def _block_end(lines: list[str], i: int, page: _Page) -> int | None:
     line = lines[i]
     stripped = line.strip()
     if m := _FENCE.match(line):
-        end = _find(lines, i + 1, lambda s: s.strip().startswith(m.group(1)))
+        fence = m.group(1)
+        end = _find(lines, i + 1, lambda s: s.strip().startswith(fence))
         page.add("code", "\n".join(lines[i + 1 : end]))
         return end + 1
     if stripped.startswith("$$") or stripped.startswith("\\["):

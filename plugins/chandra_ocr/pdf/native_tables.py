@@ -78,7 +78,7 @@ def ruled_tables(page: pymupdf.Page, rules: Rules, words: list[Word]) -> list[tu
         for g in _grids_in(rules, words, None)
         if _usable(g, texts := _texts(g, words, page)) and _agrees(g, texts, words)
     ]
-    tables = []
+    tables: list[tuple[Table, frozenset[int]]] = []
     for g, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
         try:
             table = _to_table(g, texts[:n_rows], len(tables) + 1)

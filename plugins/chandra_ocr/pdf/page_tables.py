@@ -41,11 +41,11 @@ def page_tables(
     ``TextStats.row_splits``; ``textpage``: its text extracted with ``TEXT_FLAGS``, if at hand.
     """
     rules = drawn_rules(page, page.get_cdrawings())
-    ruled = rules is not None and has_cells(rules)
-    if not ruled and row_splits < MIN_ROW_SPLITS:
+    ruled = rules if rules is not None and has_cells(rules) else None
+    if ruled is None and row_splits < MIN_ROW_SPLITS:
         return blocks, []
     words = page_words(page, textpage)
-    found = ruled_tables(page, rules, words) if ruled else []
+    found = ruled_tables(page, ruled, words) if ruled is not None else []
     taken = frozenset().union(*(used for _, used in found))
     boxes = [pymupdf.Rect(t.bbox) for t, _ in found]
     boxes += [pymupdf.Rect(b.bbox) for b in blocks if b.label in _EDGE and b.bbox]  # running lines: no cells
@@ -61,7 +61,8 @@ def page_tables(
 
 
 def _to_table(st: StreamTable) -> Table:
-    bbox = tuple(round(v, 2) for v in st.bbox)
+    x0, y0, x1, y1 = st.bbox
+    bbox = (round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2))
     return table_from_rows(_padded(st), table_no=0, bbox=bbox, n_header=st.n_header)
 
 
@@ -112,7 +113,9 @@ def with_table_blocks(
             )
     for n, (table, _) in enumerate(found):  # tables whose words no block holds: by position
         if n not in placed:
-            at = next((i for i, b in enumerate(out) if b.bbox and b.bbox[1] > table.bbox[1]), len(out))
+            assert table.bbox is not None, "a table found in the PDF without a box"  # found by position
+            top = table.bbox[1]
+            at = next((i for i, b in enumerate(out) if b.bbox and b.bbox[1] > top), len(out))
             out.insert(at, _table_block(table))
     tables = [t for t, _ in found]
     out, tables = _captions(out, tables)

@@ -125,7 +125,7 @@ def has_cells(rules: Rules) -> bool:
 
 def find_grids(rules: Rules, words: list[Word], clip: Box | None = None) -> list[Grid]:
     """The ruled grids among ``rules`` (within ``clip``), top to bottom; ``words`` from ``page_words``."""
-    area = rules.area if clip is None else tuple(clip)
+    area = rules.area if clip is None else clip
     h, v = rules.h, rules.v
     if clip is not None:
         words = [w for w in words if _centre_in(w, area)]
@@ -279,17 +279,17 @@ def _outlines(boxes: list[Box], words: list[Word]) -> list[Box]:
     rects = list(boxes)
     out = []
     while rects:
-        box = list(rects.pop(0))
+        box = rects.pop(0)
         grown = True
         while grown:  # absorb every rectangle touching the growing box, until none is left
             grown = False
             for i in range(len(rects) - 1, -1, -1):
                 if _neighbours(box, rects[i]):
                     r = rects.pop(i)
-                    box = [min(box[0], r[0]), min(box[1], r[1]), max(box[2], r[2]), max(box[3], r[3])]
+                    box = (min(box[0], r[0]), min(box[1], r[1]), max(box[2], r[2]), max(box[3], r[3]))
                     grown = True
         if any(_holds_a_character(box, w) for w in words):
-            out.append(tuple(box))
+            out.append(box)
     return out
 
 
@@ -327,12 +327,13 @@ def _merge(edges: list[_Edge]) -> list[_Edge]:
     out = []
     for group in groups:
         at = sum(e[0] for e in group) / len(group)
-        start, end = None, None
-        for _, s, t in sorted((e for e in group), key=lambda e: e[1]):
-            if start is not None and s <= end + JOIN:
+        along = sorted(group, key=lambda e: e[1])
+        _, start, end = along[0]
+        for _, s, t in along[1:]:
+            if s <= end + JOIN:
                 end = max(end, t)
                 continue
-            if start is not None and end - start >= MIN_EDGE:
+            if end - start >= MIN_EDGE:
                 out.append((at, start, end))
             start, end = s, t
         if end - start >= MIN_EDGE:

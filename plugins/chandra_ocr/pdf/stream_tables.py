@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from chandra_ocr.pdf.ruled_grid import Box, Word
@@ -118,7 +119,7 @@ class StreamTable:
     words: frozenset[int]  # indices (into the words given) of the words in the table
 
 
-def stream_tables(words: list[Word], h_rules: list[tuple[float, float, float]] = ()) -> list[StreamTable]:
+def stream_tables(words: list[Word], h_rules: Sequence[tuple[float, float, float]] = ()) -> list[StreamTable]:
     """The unruled (or partly ruled) tables among ``words``, top to bottom.
 
     ``h_rules``: horizontal drawn rules (y, x0, x1), used as header hints.

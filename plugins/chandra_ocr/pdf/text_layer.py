@@ -308,7 +308,13 @@ def _demote_runs(blocks: list[Block]) -> list[Block]:
 def reading_order(blocks: list[Block]) -> list[Block]:
     """A page's blocks in reading order: page headers, the body in content-stream order (MuPDF's),
     page footers; renumbered."""
-    heads = sorted((b for b in blocks if b.label == "page_header"), key=lambda b: (b.bbox[1], b.bbox[0]))
-    feet = sorted((b for b in blocks if b.label == "page_footer"), key=lambda b: (b.bbox[1], b.bbox[0]))
+    heads = sorted((b for b in blocks if b.label == "page_header"), key=_top_left)
+    feet = sorted((b for b in blocks if b.label == "page_footer"), key=_top_left)
     body = [b for b in blocks if b.label not in ("page_header", "page_footer")]
     return [replace(b, block_no=i) for i, b in enumerate(heads + body + feet)]
+
+
+def _top_left(block: Block) -> tuple[float, float]:
+    # Text-layer blocks all have a box, and running lines are labelled by it (``running._key``).
+    assert block.bbox is not None, "a page header or footer without a box"
+    return block.bbox[1], block.bbox[0]

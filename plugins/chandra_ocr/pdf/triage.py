@@ -57,7 +57,8 @@ def triage_document(
             page_no = read.triage.page_no
             result.pages.append(read.triage)
             if read.blocks is not None and read.triage.route == "text":
-                blocks, tables = read.blocks, []
+                blocks = read.blocks
+                tables: list[Table] = []
                 if options.native_tables:
                     blocks, tables = _with_tables(read, blocks)
                 result.text_blocks[page_no] = blocks
@@ -170,6 +171,7 @@ def _triage_page(
 
 def _with_tables(read: _PageRead, blocks: list[Block]) -> tuple[list[Block], list[Table]]:
     """The page's tables and its blocks with table blocks in place; a failure keeps the text."""
+    assert read.page is not None, "text blocks without the page they were read from"  # see _triage_page
     try:
         return page_tables(read.page, blocks, read.textpage, read.row_splits)
     except Exception as e:  # MuPDF or table-finder errors on odd drawings must not cost the page

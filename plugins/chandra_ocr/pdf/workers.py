@@ -141,7 +141,7 @@ class PdfWorkers:
         for future in futures:
             while not wait((future,), timeout=WAKE_S).done:
                 left = len(futures) - finished
-                WATCHDOG.check(lambda n=left: f"{n} {stage} task(s) in the PDF workers")
+                WATCHDOG.check(_waiting_on(left, stage))
                 now_finished, now = sum(f.done() for f in futures), time.monotonic()
                 limit = _stall_limit(futures)
                 if now_finished > finished:
@@ -158,7 +158,7 @@ class PdfWorkers:
             done, _ = wait(pending, timeout=WAKE_S, return_when=FIRST_COMPLETED)
             if done:
                 return done
-            WATCHDOG.check(lambda: f"{len(pending)} {stage} task(s) in the PDF workers")
+            WATCHDOG.check(_waiting_on(len(pending), stage))
             limit = _stall_limit(pending)
             if time.monotonic() - last >= limit:
                 _expire_all(pending, stage, limit)
@@ -265,6 +265,11 @@ def _address_space() -> int:
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def _waiting_on(n: int, stage: str) -> Callable[[], str]:
+    """What a wait on ``n`` tasks of ``stage`` waits for, as ``Watchdog.check`` asks (bound now)."""
+    return lambda: f"{n} {stage} task(s) in the PDF workers"
 
 
 def _stall_limit(futures: Sequence[Future]) -> float:

@@ -8,7 +8,7 @@ keep room for at least ``MIN_SLOTS`` categories, so one run or one status does n
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -62,8 +62,8 @@ def _throughput(ax: Any, data: ReportData) -> None:
         return
     start = min([data.ingested[0][0], *(r.started_at for r in data.runs)])
     times, total = [(start, 0)], 0  # the line starts at zero, before the first document
-    for moment, pages in data.ingested:
-        total += pages
+    for moment, n in data.ingested:
+        total += n
         times.append((moment, total))
     when, pages = [t for t, _ in times], [n for _, n in times]
     ax.plot(when, pages, drawstyle="steps-post", marker="o", markersize=3, color="#1565c0")
@@ -190,7 +190,7 @@ def _room(ax: Any, n: int, axis: str) -> None:
     (ax.set_xlim if axis == "x" else ax.set_ylim)(-0.5 - pad, n - 0.5 + pad)
 
 
-def _totals(ax: Any, ends: list[float], labels: list[str]) -> None:
+def _totals(ax: Any, ends: Sequence[float], labels: list[str]) -> None:
     """Label stacked horizontal bars with their totals, just past their ends."""
     for y, (end, label) in enumerate(zip(ends, labels, strict=True)):
         ax.annotate(label, (end, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)

@@ -75,7 +75,8 @@ def apply_outbox(
         vectors = int(con.execute("SELECT count(*) FROM vectors").fetchall()[0][0])
     finally:
         con.close()
-    result = ApplyCounts(*totals, vectors)
+    files, upserts, deletes, embedded = totals
+    result = ApplyCounts(files, upserts, deletes, embedded, vectors)
     log.info(
         "vector index %s: %d file(s) applied, %d upserts (%d embedded), %d deletes; %d vectors",
         *(index_dir, result.files, result.upserts, result.embedded, result.deletes, result.vectors),

@@ -17,6 +17,7 @@ from chandra_ocr.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np
+    from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class Embedder:
 
     def __init__(self, options: EmbedOptions | None = None) -> None:
         self.options = options or EmbedOptions()
-        self._model = None
+        self._model: SentenceTransformer | None = None
 
     @property
     def name(self) -> str:
@@ -51,7 +52,10 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        return int(self._loaded().get_embedding_dimension())
+        dim = self._loaded().get_embedding_dimension()
+        if dim is None:  # a model whose last module does not tell its output size
+            raise ConfigError(f"embedding model {self.name} declares no vector size: use another model")
+        return int(dim)
 
     def start(self) -> Embedder:
         """Load the model (a few seconds on CPU); raises ConfigError when it is not installed."""
@@ -88,7 +92,7 @@ class Embedder:
     def close(self) -> None:
         self._model = None
 
-    def _loaded(self):
+    def _loaded(self) -> SentenceTransformer:
         if self._model is None:
             raise ConfigError("Embedder.start() must be called first")
         return self._model
@@ -96,6 +100,8 @@ class Embedder:
     def _windows(self, texts: list[str]) -> tuple[list[str], list[int]]:
         """Each text cut into model-sized windows (by word-piece offsets), with the text each came from."""
         model = self._loaded()
+        if model.max_seq_length is None:
+            raise ConfigError(f"embedding model {self.name} declares no input length: use another model")
         size = max(16, int(model.max_seq_length) - 2)  # room for [CLS] and [SEP]
         tokenizer = model.tokenizer
         windows: list[str] = []

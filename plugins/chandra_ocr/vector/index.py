@@ -125,7 +125,10 @@ def search(con: duckdb.DuckDBPyConnection, query_vector, k: int = 5, doc_id: str
             ORDER BY score DESC, chunk_id LIMIT ?""",
         [list(map(float, query_vector)), doc_id, doc_id, int(k)],
     ).fetchall()
-    return [Hit(*r[:6], tuple(r[6] or ()), r[7], float(r[8])) for r in rows]
+    return [
+        Hit(chunk_id, doc_id, file_name, first, last, kind, tuple(header_path or ()), text, float(score))
+        for chunk_id, doc_id, file_name, first, last, kind, header_path, text, score in rows
+    ]
 
 
 def count(con: duckdb.DuckDBPyConnection, doc_id: str | None = None) -> int:
