@@ -105,9 +105,7 @@ def _drafts(doc: Document, options: ChunkOptions) -> list[_Draft]:
             if block.label == "table":
                 table = tables.get(block.table_no) if block.table_no is not None else None
                 caption = next((b.text for b in blocks if b.block_no == captions.get(block.block_no)), None)
-                drafts.extend(
-                    _table_drafts(block, table, caption, path, page.page_no, options)
-                )
+                drafts.extend(_table_drafts(block, table, caption, path, page.page_no, options))
                 current = None
                 continue
             text = block.text.strip()

@@ -41,7 +41,7 @@ def test_ingest_and_backfill_share_one_graph_mapped_over_batches():
     ocr = ingest.get_task("batch.extract")
     assert (ocr.pool, ocr.queue, ocr.retry_exponential_backoff) == ("chandra_ocr_gpu", "gpu", 2.0)
     assert ocr.execution_timeout == timedelta(hours=6)
-    group = ocr.get_closest_mapped_task_group()  # one mapped instance per batch: compress → extract → assemble
+    group = ocr.get_closest_mapped_task_group()  # mapped per batch: compress → extract → assemble
     assert group is not None and group.group_id == "batch"
     assert [op.task_id for op in group.iter_mapped_dependencies()] == ["discover"]
     assert ingest.get_task("batch.compress").upstream_task_ids == {"discover", "preflight"}

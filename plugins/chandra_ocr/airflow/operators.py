@@ -27,6 +27,7 @@ from chandra_ocr.airflow.settings import (
     resolve_run_config,
 )
 from chandra_ocr.airflow.task_processes import allow_worker_processes
+from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.manifest import Batch, status_counts
 from chandra_ocr.ocr.base import OcrEngine
@@ -137,9 +138,14 @@ class _BatchOperator(ConfiguredOperator):
 
     template_fields: Sequence[str] = ("config", "batch")
 
-    def __init__(self, *, batch: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *, batch: Templated[dict[str, Any]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.batch = batch
+
+    @property
+    def manifest(self) -> Batch:
+        """The batch, once Airflow rendered it (in ``execute``)."""
+        return Batch.from_dict(rendered(self.batch))
 
 
 class CompressOperator(_BatchOperator):
@@ -152,7 +158,7 @@ class CompressOperator(_BatchOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         allow_worker_processes()
         ctx = self.run_config.context(context["run_id"])
-        return Compress(ctx)(Batch.from_dict(self.batch)).to_dict()
+        return Compress(ctx)(self.manifest).to_dict()
 
 
 class ChandraOcrOperator(_BatchOperator):
@@ -207,7 +213,7 @@ class ChandraOcrOperator(_BatchOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
-        batch = Batch.from_dict(self.batch)
+        batch = self.manifest
         ctx = self.run_config.context(context["run_id"], engine=self.ocr_engine, passwords=_pdf_passwords())
         allow_worker_processes()
         self.ocr_engine.start()
@@ -247,7 +253,7 @@ class AssembleOperator(_BatchOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         allow_worker_processes()
         ctx = self.run_config.context(context["run_id"])
-        return Assemble(ctx)(Batch.from_dict(self.batch)).to_dict()
+        return Assemble(ctx)(self.manifest).to_dict()
 
 
 class LoadOperator(ConfiguredOperator):
@@ -263,7 +269,9 @@ class LoadOperator(ConfiguredOperator):
 
     template_fields: Sequence[str] = ("config", "batches")
 
-    def __init__(self, *, batches: Sequence[dict[str, Any]], kb_asset: Asset, **kwargs: Any) -> None:
+    def __init__(
+        self, *, batches: Templated[Sequence[dict[str, Any]]], kb_asset: Asset, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("pool", "chandra_ocr_loader")
         kwargs["outlets"] = [*kwargs.get("outlets", []), kb_asset]
         super().__init__(**kwargs)
@@ -274,7 +282,8 @@ class LoadOperator(ConfiguredOperator):
         cfg = self.run_config
         # Airflow 3.3 resolves the output of a mapped task group with one instance to that instance's
         # value rather than a one-element list (xcom_pull's single-value rule).
-        values = [self.batches] if isinstance(self.batches, dict) else list(self.batches)
+        value = rendered(self.batches)
+        values = [value] if isinstance(value, dict) else list(value)
         batches = [Batch.from_dict(b) for b in values]
         loaded = Load(cfg.context(context["run_id"]))(batches, run=batches)
         summary: dict[str, Any] = {

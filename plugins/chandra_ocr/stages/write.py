@@ -13,7 +13,7 @@ from typing import NamedTuple
 from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.chunking import chunk_document
 from chandra_ocr.config import IngestOptions
-from chandra_ocr.document import Document
+from chandra_ocr.document import DocStatus, Document
 from chandra_ocr.manifest import DocRef
 from chandra_ocr.store.atomic import write_text_atomic
 from chandra_ocr.store.exports import document_json, document_markdown
@@ -25,7 +25,7 @@ from chandra_ocr.store.rows import document_rows
 class Written(NamedTuple):
     """What writing one document tells the manifest."""
 
-    status: str
+    status: DocStatus
     prompt_tokens: int
     output_tokens: int
 

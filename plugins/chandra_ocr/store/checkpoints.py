@@ -65,7 +65,7 @@ def write_document_record(layout: KbLayout, doc_id: str, record: ExtractRecord) 
     """Checkpoint the extract stage's record of a document (a ``written`` one is never stored)."""
     if record.outcome == "written":
         raise ValueError("a written document has no extract checkpoint")
-    value = {
+    value: dict[str, Any] = {
         "status": "quarantined" if record.outcome == "quarantined" else "ok",
         "engine_key": record.engine_key,
     }

@@ -70,8 +70,8 @@ def known_documents(layout: KbLayout) -> dict[str, str]:
     try:
         has = con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'documents'"
-        ).fetchone()[0]
-        if not has:
+        ).fetchone()
+        if not has or not has[0]:
             return {}
         return dict(con.execute("SELECT doc_id, source_uri FROM documents").fetchall())
     finally:
