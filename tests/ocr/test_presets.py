@@ -124,7 +124,10 @@ def test_olmocr_numbers_follow_the_olmocr_pipeline():
     assert OLMOCR2.model_id == "allenai/olmOCR-2-7B-1025" and OLMOCR2.licence == "Apache-2.0"
     assert OLMOCR2.dims is QWEN2_5_VL_7B and OLMOCR2.quantization is None
     assert OLMOCR2_FP8.model_id == "allenai/olmOCR-2-7B-1025-FP8" and OLMOCR2_FP8.quantization == "fp8"
-    assert dataclasses.replace(OLMOCR2_FP8, name="olmocr2", model_id=OLMOCR2.model_id, quantization=None) == OLMOCR2
+    assert (
+        dataclasses.replace(OLMOCR2_FP8, name="olmocr2", model_id=OLMOCR2.model_id, quantization=None)
+        == OLMOCR2
+    )
 
 
 def test_olmocr_prompt_asks_for_the_front_matter_its_parser_reads():
@@ -150,8 +153,12 @@ def test_fp8_weights_leave_more_room_for_the_kv_cache():
     assert fp8 == online
     dims = QWEN2_5_VL_7B
     saved = dims.weight_bytes - dataclasses.replace(dims, quantization="fp8").weight_bytes
-    assert saved == pytest.approx((dims.n_params - dims.vision_params), rel=1e-6)  # one byte per decoder weight
-    assert fp8.kv_capacity_tokens - bf16.kv_capacity_tokens == pytest.approx(saved / bf16.kv_bytes_per_token, abs=2)
+    assert saved == pytest.approx(
+        (dims.n_params - dims.vision_params), rel=1e-6
+    )  # one byte per decoder weight
+    assert fp8.kv_capacity_tokens - bf16.kv_capacity_tokens == pytest.approx(
+        saved / bf16.kv_bytes_per_token, abs=2
+    )
     assert fp8.kv_bytes_per_token == bf16.kv_bytes_per_token  # weights, not the KV cache
     assert "fp8 decoder" in fp8.reason
     with pytest.raises(ConfigError, match="quantization"):

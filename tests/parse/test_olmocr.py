@@ -44,7 +44,10 @@ def test_a_page_without_text_has_null_language_and_no_blocks():
         ("# Title only, no front matter", "front matter"),
         ("---\nprimary_language: en\nis_table: False\n", "not closed"),
         (FRONT.format(table="maybe") + "x", "is_table"),
-        (FRONT.replace("rotation_correction: 0", "rotation_correction: 45").format(table="False"), "rotation"),
+        (
+            FRONT.replace("rotation_correction: 0", "rotation_correction: 45").format(table="False"),
+            "rotation",
+        ),
         (FRONT.replace("is_diagram: false\n", "").format(table="False"), "is_diagram"),
         (FRONT.replace("is_table", "is table").format(table="False"), "key: value"),
     ],

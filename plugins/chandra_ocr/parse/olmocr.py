@@ -74,7 +74,9 @@ def _facts(values: dict[str, str]) -> OlmocrFacts:
     except ValueError:
         rotation = -1
     if rotation not in _ROTATIONS:
-        raise ParseError(f"olmOCR rotation_correction must be 0/90/180/270, got {values['rotation_correction']!r}")
+        raise ParseError(
+            f"olmOCR rotation_correction must be 0/90/180/270, got {values['rotation_correction']!r}"
+        )
     language = values["primary_language"].strip("'\"")
     return OlmocrFacts(
         primary_language=None if language.lower() in ("null", "none", "~", "") else language,
