@@ -315,7 +315,8 @@ def _reason(
     return (
         f"{dims.name}: {mem.budget / GIB:.1f} GiB of {mem.total / GIB:.1f} GiB ({mem.why}); weights "
         f"{dims.weight_bytes / GIB:.1f} GiB{quant}; headroom {mem.headroom / GIB:.1f} GiB (CUDA "
-        f"context/graphs + activations + sampler logits); KV pool {mem.pool / GIB:.1f} GiB at {plan.kv_bytes_per_token} "
+        f"context/graphs + activations + sampler logits); KV pool {mem.pool / GIB:.1f} GiB at "
+        f"{plan.kv_bytes_per_token} "
         f"B/token ({plan.kv_cache_dtype}, {dims.kv_layers} KV layers) ≈ {plan.kv_capacity_tokens} tokens; "
         f"a page ≈ {prompt} prompt + {plan.expected_tokens_per_page - prompt} output tokens{state}, "
         f"{pages} pages fit → gpu_memory_utilization {plan.gpu_memory_utilization:.2f}"
