@@ -20,7 +20,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
 # Real documents written by people (papers, manuals, reports, forms, tables), not parser edge cases.
-FOLDERS = ("docling/tests/data/pdf/sources", "pdfplumber/tests/pdfs", "camelot/tests/files", "pypdf", "sample-files")
+FOLDERS = (
+    "docling/tests/data/pdf/sources",
+    "pdfplumber/tests/pdfs",
+    "camelot/tests/files",
+    "pypdf",
+    "sample-files",
+)
 MIN_TOKENS = 20
 MAX_PAGES_PER_FILE = 40  # a long manual must not stand for the whole corpus
 
