@@ -74,7 +74,10 @@ def attention_cases(patches: int) -> dict:
             "kernels_dense": kernels(dense),
             "kernels_per_image": kernels(per_image),
         }
-        print(json.dumps({images: {k: v for k, v in out[str(images)].items() if "kernels" not in k}}), flush=True)
+        print(
+            json.dumps({images: {k: v for k, v in out[str(images)].items() if "kernels" not in k}}),
+            flush=True,
+        )
     return out
 
 
