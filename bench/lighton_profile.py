@@ -1,6 +1,6 @@
 """Where LightOnOCR-2's time goes on one GPU: its Pixtral image encoder's attention, and preprocessing.
 
-    python3 bench/lighton_profile.py --model bench/.work/h200/models/lightonocr_2_1b --source PDFS --out X.json
+    python3 bench/lighton_profile.py --model MODELS/lightonocr_2_1b --source PDFS --out X.json
 
 vLLM 0.25 without xformers runs the Pixtral encoder's attention over a dense block-diagonal mask
 covering every image of a step (``chandra_ocr.ocr.vllm_pixtral``). This times, at the real
