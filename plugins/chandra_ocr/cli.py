@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
         "--kb", required=True, help="knowledge-base folder (Parquet shards + kb.duckdb), created if missing"
     )
     run.add_argument("--engine", default="auto", choices=ENGINE_KINDS, help="engine for OCR-route pages")
-    run.add_argument("--preset", default="chandra2", help="model preset for the vllm/openai engines")
+    run.add_argument("--preset", default="olmocr2", help="model preset for the vllm/openai engines")
     run.add_argument("--batch-pages", type=int, default=200)
     run.add_argument(
         "--settle-seconds",

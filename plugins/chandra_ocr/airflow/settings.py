@@ -48,7 +48,7 @@ RUN_DEFAULTS: dict[str, Any] = {
     "source": "./landing",
     "kb": "./kb",
     "engine": "auto",
-    "preset": "chandra2",
+    "preset": "olmocr2",
     "batch_pages": 200,
     "settle_seconds": 30.0,
     "vllm_conn_id": "vllm_default",
