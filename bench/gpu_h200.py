@@ -1,23 +1,25 @@
-"""GPU numbers with dummy-weight model shapes: raw engine vs our engine, barrier batches, server, two GPUs.
+"""GPU numbers with dummy-weight model shapes: raw engine vs our engine vs Chandra's client design, server.
 
-    # one GPU, in-process: (a) LLM.chat, (b0) VllmEngine on images, (b) VllmEngine from PDFs, (c) barrier
-    # batches, and a sweep of the pages in flight (the scheduler's running batch) against the sizer's choice
-    python3 bench/gpu_h200.py engine --shape qwen2_5_vl_7b --model DIR --source PDFS --pages 256 --out X.json
+    # one GPU, in-process, modes interleaved and repeated: (a) LLM.chat on all pages at once, (b) VllmEngine
+    # from PDFs, (c) Chandra 0.2.0's client design (per-file barrier batches), (b0) VllmEngine on images
+    python3 bench/gpu_h200.py engine --shape qwen2_5_vl_7b --model DIR --source PDFS --pages 1024 \\
+        --lengths bench/results/page_lengths.json [--quantization fp8] --out X.json
     # the operator's multi-GPU mode: one VllmEngine per GPU (CUDA_VISIBLE_DEVICES), pages split between them
     python3 bench/gpu_h200.py multi --gpus 0,1 --shape qwen2_5_vl_7b --model DIR --source PDFS --out X.json
     # `vllm serve` on loopback (optionally --data-parallel-size N) read by the OpenAI engine's async client
     python3 bench/gpu_h200.py serve --dp 2 --shape qwen2_5_vl_7b --model DIR --source PDFS --out X.json
 
-Model folders come from ``bench/models/build.py``; weights are ``load_format="dummy"``. Every page asks
-for exactly ``--output-tokens`` tokens (``ignore_eos``, greedy, one attempt), so each mode does the same
-work and the compute per page is the real model's. Results: JSON per job; ``gpu_h200_report.py`` merges.
+Model folders come from ``bench/models/build.py``; weights are ``load_format="dummy"``. Each page asks
+for its own number of tokens (``ignore_eos``, greedy, one attempt): drawn from the corpus's text-layer
+token counts with ``--lengths`` (capped by the preset's ``max_tokens``), else exactly
+``--output-tokens``. Each mode does the same work and the compute per page is the real model's.
+Results: JSON per job; ``gpu_h200_report.py`` merges.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import importlib.util
 import json
 import logging
@@ -35,38 +37,18 @@ import gpu_scheduling as gs  # noqa: E402  (page collection, rendering and the a
 
 log = logging.getLogger("gpu_h200")
 PRESET_OF_SHAPE = {"qwen2_5_vl_7b": "olmocr2", "chandra_ocr_2": "chandra2", "lightonocr_2_1b": "lightonocr2"}
-# Our own instruction, about as long as olmOCR's (≈ 100 tokens besides the image).
-OLMOCR_LIKE_PROMPT = (
-    "Below is the image of one page of a document. Return its full text in natural reading order, as "
-    "plain text with Markdown for headings and lists. Write equations in LaTeX and tables in HTML. Do not "
-    "describe pictures; keep their captions. If the page has no text, return nothing. Begin with a short "
-    "front matter that gives the primary language, whether the page is rotated and whether it holds a "
-    "table or a diagram, then the text."
-)
 
 
-def shape_preset(shape: str, model: Path, output_tokens: int):
-    """The production preset for ``shape`` pointed at the dummy folder, reading exactly ``output_tokens``."""
-    from chandra_ocr.document import RenderSpec
-    from chandra_ocr.ocr.presets import Preset, Sampling, get_preset, parse_text_page, user_image_message
-    from chandra_ocr.ocr.tuning import QWEN2_5_VL_7B
+def shape_preset(shape: str, model: Path, output_tokens: int | None):
+    """The production preset for ``shape`` pointed at the dummy folder; ``output_tokens`` fixes every
+    page's length (and the sizer's expectation), None keeps the preset's ``max_tokens`` as the cap."""
+    from chandra_ocr.ocr.presets import get_preset
 
-    if shape == "qwen2_5_vl_7b":  # olmOCR-2 renders the longest side to 1288 px
-        preset = Preset(
-            name="olmocr2",
-            model_id=str(model),
-            output_format="text",
-            render=RenderSpec(dpi=200, max_pixels=1288 * 1288, longest_edge=1288, multiple_of=28),
-            sampling=Sampling(max_tokens=output_tokens),
-            build_messages=functools.partial(user_image_message, prompt=OLMOCR_LIKE_PROMPT),
-            parse=parse_text_page,
-            engine_args={"max_model_len": 8192, "limit_mm_per_prompt": {"image": 1}, "dtype": "bfloat16"},
-            dims=QWEN2_5_VL_7B,
-            prompt_text_tokens=110,
-        )
-    else:
-        preset = get_preset(PRESET_OF_SHAPE[shape], model_id=str(model))
-    sampling = dataclasses.replace(preset.sampling, max_tokens=output_tokens, temperatures=(0.0,), stop=())
+    preset = get_preset(PRESET_OF_SHAPE[shape], model_id=str(model))
+    sampling = dataclasses.replace(preset.sampling, temperatures=(0.0,), stop=())
+    if output_tokens is not None:
+        sampling = dataclasses.replace(sampling, max_tokens=output_tokens)
+        preset = dataclasses.replace(preset, expected_output_tokens=output_tokens)
     engine_args = dict(preset.engine_args) | {
         "load_format": "dummy",
         "enable_prefix_caching": False,  # the modes read the same pages: no reuse between them
@@ -76,23 +58,40 @@ def shape_preset(shape: str, model: Path, output_tokens: int):
         # Chandra 2's linear-attention (GDN) layers prefill with FlashInfer on Hopper by default; a
         # vLLM wheel shipped without it must use the Triton kernels (vLLM's own installs have both).
         engine_args["gdn_prefill_backend"] = "triton"
-    return dataclasses.replace(
-        preset, sampling=sampling, engine_args=engine_args, expected_output_tokens=output_tokens
-    )
+    return dataclasses.replace(preset, sampling=sampling, engine_args=engine_args)
 
 
-def make_engine(args: argparse.Namespace, in_flight: int | None = None):
+def bench_lengths(args: argparse.Namespace, requests, preset) -> dict[tuple[str, int], int]:
+    """Each page's output length for this job (see the module docstring)."""
+    if args.lengths is None:
+        return gs.page_lengths(requests, args.output_tokens)
+    return gs.page_lengths(requests, gs.LengthDistribution.load(args.lengths, preset.sampling.max_tokens))
+
+
+def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | None = None):
+    """The job's VllmEngine; with ``lengths`` every page asks for its own ``max_tokens``."""
     from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
 
-    preset = shape_preset(args.shape, args.model, args.output_tokens)
+    class BenchEngine(VllmEngine):
+        warmup_max_tokens: int | None = None  # set while warming up: short pages, every batch size
+
+        def sampling_params(self, request, temperature, seed):
+            params = super().sampling_params(request, temperature, seed)
+            if lengths is not None:
+                params.max_tokens = lengths.get((request.doc_id, request.page_no), params.max_tokens)
+            if self.warmup_max_tokens is not None:
+                params.max_tokens = min(params.max_tokens, self.warmup_max_tokens)
+            return params
+
+    preset = shape_preset(args.shape, args.model, None if args.lengths else args.output_tokens)
     options = VllmOptions(
         max_attempts=1,
         repetition_detection=None,  # ignore_eos output may loop; every page must run to its length
         extra_sampling={"ignore_eos": True},
-        in_flight_pages=in_flight,
         paging=args.paging,
+        quantization=args.quantization,
     )
-    return VllmEngine(preset, options)
+    return BenchEngine(preset, options)
 
 
 def pages_and_images(args, pool, engine):
@@ -104,40 +103,50 @@ def pages_and_images(args, pool, engine):
 
 
 def run_engine(args: argparse.Namespace) -> dict[str, Any]:
-    """One GPU, one engine: modes a, b0, b, c and the in-flight sweep; returns the job's record."""
+    """One GPU, one engine: the modes interleaved ``--repeats`` times after a warm-up; the job's record."""
     from chandra_ocr.pdf.workers import PdfWorkers
 
-    engine = make_engine(args)
+    requests = gs.collect_requests(args.source, args.pages)
+    preset = shape_preset(args.shape, args.model, None if args.lengths else args.output_tokens)
+    lengths = bench_lengths(args, requests, preset)
+    engine = make_engine(args, lengths)
     t0 = time.perf_counter()
     engine.start()
     record: dict[str, Any] = {"job": "engine", "shape": args.shape, "engine_load_s": time.perf_counter() - t0}
-    record["paging_overrides"] = args.paging
+    record |= {"paging_overrides": args.paging, "quantization": args.quantization}
+    record["output_lengths"] = gs.length_summary(lengths) | {
+        "source": str(args.lengths) if args.lengths else f"fixed {args.output_tokens}",
+        "cap": engine.preset.sampling.max_tokens,
+    }
+    record["files"] = len({r.doc_id for r in requests})
     record["engine"] = engine.metrics()
-    sizer_in_flight = engine.in_flight_pages
     try:
         with PdfWorkers(args.render_workers, 3072) as pool:
-            requests, images, render_s = pages_and_images(args, pool, engine)
-            record["render_alone_s"] = round(render_s, 3)
-            gs.raw_chat(engine, images[:4])  # warm-up
+            gs.render_all(pool, gs.fresh_requests(requests[: 2 * pool.workers]), engine.render_spec)  # warm
+            t0 = time.perf_counter()
+            images = gs.render_all(pool, gs.fresh_requests(requests), engine.render_spec)
+            record["render_alone_s"] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            engine.warmup_max_tokens = 128
+            gs.raw_chat(engine, images[: args.warmup_pages])  # warm-up: every batch size up to it
+            gs.from_images(engine, images[: args.warmup_pages])  # and the engine's own path
+            engine.warmup_max_tokens = None
+            record["warmup_s"] = round(time.perf_counter() - t0, 1)
             modes = {
                 "a": lambda: gs.raw_chat(engine, images),
                 "b": lambda: gs.streamed(engine, pool, gs.fresh_requests(requests)),
-                "c": lambda: gs.barrier_chat(engine, images[: args.barrier_pages], args.batch),
+                "c": lambda: gs.chandra_design(
+                    engine, gs.fresh_requests(requests), args.batch, args.c_budget_s
+                ),
                 "b0": lambda: gs.from_images(engine, images),
             }
-            for name, fn in modes.items():
-                if name not in args.modes:
-                    continue
-                record[name] = gs.measure(fn)
-                log.info("%s mode %s: %s", args.shape, name, record[name])
-                save(record, args.out)
-            record["sweep"] = {}
-            for cap in args.sweep:
-                engine.in_flight_pages = cap
-                record["sweep"][str(cap)] = gs.measure(lambda: gs.from_images(engine, images))
-                log.info("%s in flight %d: %s", args.shape, cap, record["sweep"][str(cap)])
-                save(record, args.out)
-            engine.in_flight_pages = sizer_in_flight
+            runs: dict[str, list] = {m: [] for m in args.modes}
+            for _ in range(args.repeats):
+                for name in args.modes:  # interleaved: b a c, b a c, …
+                    runs[name].append(gs.measure(modes[name]))
+                    log.info("%s mode %s: %s", args.shape, name, runs[name][-1])
+                    record[name] = gs.median_run(runs[name])
+                    save(record, args.out)
     finally:
         engine.close()
     return record
@@ -303,12 +312,15 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--source", type=Path, required=True, help="folder of PDFs (cycled until --pages)")
     p.add_argument("--pages", type=int, default=256)
     p.add_argument("--output-tokens", type=int, default=1000, help="exact output tokens per page")
+    p.add_argument("--lengths", type=Path, default=None, help="page_lengths.json: per-page lengths from it")
+    p.add_argument("--quantization", default=None, help="VllmOptions.quantization (fp8: online FP8)")
+    p.add_argument("--repeats", type=int, default=2, help="interleaved runs of each mode (median counts)")
+    p.add_argument("--warmup-pages", type=int, default=64)
+    p.add_argument("--c-budget-s", type=float, default=None, help="mode (c) stops after the file past this")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--render-workers", type=int, default=6)
-    p.add_argument("--batch", type=int, default=28, help="barrier batch size of mode (c)")
-    p.add_argument("--barrier-pages", type=int, default=112, help="pages read in mode (c)")
-    p.add_argument("--sweep", type=lambda s: [int(v) for v in s.split(",") if v], default=[64, 128])
-    p.add_argument("--modes", type=lambda s: s.split(","), default=["a", "b", "c", "b0"])
+    p.add_argument("--batch", type=int, default=28, help="Chandra's batch size (pages of one file), mode (c)")
+    p.add_argument("--modes", type=lambda s: s.split(","), default=["b", "a", "c"], help="in this order")
     p.add_argument(
         "--paging",
         type=paging_override,

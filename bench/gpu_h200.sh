@@ -5,10 +5,17 @@
 #   two: both GPUs: the operator's multi-GPU mode (one engine per GPU), then `vllm serve --data-parallel-size 2`
 #   three: GPU 0 the Chandra 2 shape again (Triton GDN prefill); GPU 1 a max_num_batched_tokens sweep
 #   single: a one-GPU machine: the Qwen2.5-VL-7B shape, then Chandra 2
-# Usage (repo root, vLLM importable): bench/gpu_h200.sh one|two|three|single OUTDIR
+# Issue 22, one H200, one command each, pages with the corpus's heavy-tailed lengths (bench/page_lengths.py):
+#   olmocr: the olmOCR-2 shape (Qwen2.5-VL-7B) in bf16, modes b a c on 1024 pages (> 2 x max_num_seqs)
+#   olmocr_fp8: the same with vLLM's online FP8 (--quantization fp8), modes b a
+#   lighton: LightOnOCR-2: the encoder profile, then modes b a c at exactly 1,000 output tokens with the
+#            Pixtral per-image plugin (needs transformers 5.16.1 first on PYTHONPATH: TF516=DIR)
+#   chandra: Chandra 2, modes b a c
+# Usage (repo root, vLLM importable): bench/gpu_h200.sh PHASE OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
 set -u
 PHASE=$1 OUTDIR=$2 W=${W:-/tmp/h200} M=bench/.work/h200/models SRC=bench/.work/h200/pdfs
+LENGTHS="--lengths bench/results/page_lengths.json"
 mkdir -p "$W" "$OUTDIR"
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -22,6 +29,14 @@ job() {  # NAME GPUS LIMIT_S ARGS... : one bench job, its JSON and log copied to
 }
 
 shape() { echo "--shape $1 --model $M/$1 --source $SRC"; }
+
+plugin_path() {  # a dist-info declaring this project's vLLM plugin, for a tree run without `pip install`
+  local d=$W/plugin/chandra_ocr_airflow-0.1.0.dist-info
+  mkdir -p "$d"
+  printf 'Metadata-Version: 2.1\nName: chandra-ocr-airflow\nVersion: 0.1.0\n' >"$d/METADATA"
+  printf '[vllm.general_plugins]\npixtral_per_image = chandra_ocr.ocr.vllm_pixtral:register\n' >"$d/entry_points.txt"
+  echo "$W/plugin"
+}
 
 case $PHASE in
   one)
@@ -41,6 +56,22 @@ case $PHASE in
        job "mnbt$t" 1 200 engine $(shape qwen2_5_vl_7b) --pages 256 --sweep "" --modes b0 --paging max_num_batched_tokens=$t
      done) &
     wait ;;
+  olmocr)
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
+    job olmocr2_bf16 0 ${LIMIT:-560} engine $(shape qwen2_5_vl_7b) --pages 1024 $LENGTHS --modes b,a,c \
+      --repeats ${REPEATS:-1} --c-budget-s 60 ;;
+  olmocr_fp8)
+    job olmocr2_fp8 0 ${LIMIT:-560} engine $(shape qwen2_5_vl_7b) --pages 1024 $LENGTHS --modes b,a \
+      --repeats ${REPEATS:-1} --quantization fp8 ;;
+  lighton)
+    PYTHONPATH=${TF516:?transformers 5.16.1 folder}:$PYTHONPATH timeout 120 python3 bench/lighton_profile.py \
+      --model $M/lightonocr_2_1b --source $SRC --out "$OUTDIR/lighton_profile.json" >"$OUTDIR/lighton_profile.log" 2>&1
+    echo "lighton_profile rc=$?"
+    PYTHONPATH=$TF516:$(plugin_path):$PYTHONPATH job lightonocr2 0 ${LIMIT:-430} engine $(shape lightonocr_2_1b) --pages 1024 \
+      --output-tokens 1000 --modes b,a,c --repeats ${REPEATS:-1} --c-budget-s 50 ;;
+  chandra)
+    job chandra2 0 ${LIMIT:-580} engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes b,a,c \
+      --repeats ${REPEATS:-1} --c-budget-s 50 ;;
   two)
     job multi 0,1 230 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512
     job serve2 0,1 300 serve $(shape qwen2_5_vl_7b) --dp 2 --pages 512 ;;

@@ -1,6 +1,9 @@
 """Merge the job records of ``bench/gpu_h200.sh`` into ``bench/results/gpu_h200.json`` (ratios and targets).
 
 .venv/bin/python bench/gpu_h200_report.py RUN_DIR [RUN_DIR ...] --commands commands.json
+# issue 22's runs (varied lengths): added beside the fixed-length rows, which stay as they are
+.venv/bin/python bench/gpu_h200_report.py RUN_DIR [RUN_DIR ...] --varied --commands commands.json \\
+    --not-run "what did not run, and why" --profile RUN_DIR/lighton_profile.json
 """
 
 from __future__ import annotations
@@ -144,14 +147,93 @@ def targets(report: dict[str, Any]) -> dict[str, Any]:
     return {k: {"value": v, "target": t, "met": None if v is None else v >= t} for k, (v, t) in found.items()}
 
 
+VARIED_TARGETS = {
+    "b_over_a": 0.97,
+    "b_over_c": 1.3,
+    "fp8_over_bf16": 1.25,
+    "lightonocr_2_1b_pages_per_s": 5.71,
+}
+
+
+def varied_section(jobs: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 22's records: each preset's modes (jobs of one shape and precision merged), ratios, targets."""
+    presets: dict[str, Any] = {}
+    for job in jobs:
+        key = f"{job['shape']}{'_' + job['quantization'] if job.get('quantization') else ''}"
+        entry = presets.setdefault(key, {"modes": {}, "engines": []})
+        entry["output_lengths"] = job["output_lengths"]
+        entry["files"] = job.get("files")
+        entry["engines"].append(
+            {
+                "engine_load_s": round(job["engine_load_s"], 1),
+                "modes": [m for m in ("a", "b", "c", "b0") if m in job],
+            }
+            | {
+                k: job["engine"].get(k)
+                for k in ("paging_plan", "kv_cache_tokens", "max_num_seqs", "in_flight_pages")
+            }
+        )
+        for m in ("a", "b", "c", "b0"):
+            if m in job:
+                entry["modes"][m] = per_page(job[m])
+    found: dict[str, Any] = {}
+    for key, entry in presets.items():
+        rate = {m: v["pages_per_s"] for m, v in entry["modes"].items()}
+        if "a" in rate and "b" in rate:
+            entry["b_over_a"] = round(rate["b"] / rate["a"], 3)
+        if "b" in rate and "c" in rate:
+            entry["b_over_c"] = round(rate["b"] / rate["c"], 3)
+        for ratio in ("b_over_a", "b_over_c"):
+            found[f"{key}.{ratio}"] = (entry.get(ratio), VARIED_TARGETS[ratio])
+    bf16, fp8 = presets.get("qwen2_5_vl_7b", {}), presets.get("qwen2_5_vl_7b_fp8", {})
+    b16, b8 = bf16.get("modes", {}).get("b"), fp8.get("modes", {}).get("b")
+    found["qwen2_5_vl_7b.fp8_over_bf16"] = (
+        round(b8["pages_per_s"] / b16["pages_per_s"], 3) if b8 and b16 else None,
+        VARIED_TARGETS["fp8_over_bf16"],
+    )
+    lighton = presets.get("lightonocr_2_1b", {}).get("modes", {}).get("b")
+    found["lightonocr_2_1b.b_pages_per_s"] = (
+        lighton["pages_per_s"] if lighton else None,
+        VARIED_TARGETS["lightonocr_2_1b_pages_per_s"],
+    )
+    section: dict[str, Any] = {
+        "what": "pages with per-page output lengths from the corpus's text-layer token counts "
+        "(bench/results/page_lengths.json), capped by the preset's max_tokens, >= 2 x max_num_seqs pages; "
+        "mode (c) is Chandra 0.2.0's client design (per-file batches of 28, barrier, rendering in the main "
+        "process) over whole files within its time budget",
+        "presets": presets,
+        "targets": {
+            k: {"value": v, "target": t, "met": None if v is None else v >= t} for k, (v, t) in found.items()
+        },
+        "not_run": args.not_run,
+        "commands": json.loads(args.commands.read_text()),
+    }
+    if args.profile:
+        section["lightonocr_2_1b_profile"] = json.loads(args.profile.read_text())
+    return section
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", type=Path, nargs="+")
     p.add_argument("--commands", type=Path, required=True, help="JSON list of the exact commands that ran")
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "gpu_h200.json")
     p.add_argument("--not-run", action="append", default=[], help="a part that did not run, and why")
+    p.add_argument("--varied", action="store_true", help="issue 22's runs: add them beside the fixed rows")
+    p.add_argument("--profile", type=Path, default=None, help="lighton_profile.json to include (--varied)")
     args = p.parse_args()
     jobs = {f.stem: json.loads(f.read_text()) for d in args.runs for f in sorted(d.glob("*.json"))}
+    if args.varied:
+        report = json.loads(args.out.read_text())
+        report["fixed_length_rows"] = (
+            "'shapes', 'server', 'two_gpus' and 'targets' are the fixed-length runs (256-512 pages, exactly "
+            "1,000 output tokens a page, 2026-11-30/12-01); 'varied_lengths' holds issue 22's runs"
+        )
+        engine_jobs = [j for j in jobs.values() if j.get("job") == "engine"]
+        report["varied_lengths"] = varied_section(engine_jobs, args)
+        args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+        print(json.dumps(report["varied_lengths"]["targets"], indent=1))
+        return
     gpus = next((d / "gpus.csv" for d in args.runs if (d / "gpus.csv").is_file()), None)
     report: dict[str, Any] = {
         "hardware": gpus.read_text().strip().splitlines()[1:] if gpus else None,

@@ -66,7 +66,7 @@ class IngestOptions:
     """Everything one ingestion run needs; built by the CLI or the DAGs, never from globals."""
 
     engine: str = "auto"  # auto | text | cpu | vllm | openai
-    preset: str = "chandra2"  # model preset for the vllm/openai engines
+    preset: str = "olmocr2"  # model preset for the vllm/openai engines (README: Models and licences)
     batch_pages: int = 200  # pages per mapped batch (Airflow) / per engine run
     failed_page_budget: float = 0.1  # share of failed pages above which a document is `partial`
     reprocess: bool = False  # redo documents already in the knowledge base

@@ -68,12 +68,15 @@ def test_chat_template_puts_the_image_token_the_config_names(model_dirs, name):
 
 
 def test_prompt_costs_about_what_the_real_tokenizer_charges(model_dirs):
-    """The bench's instruction (~100 tokens with Qwen's tokenizer) stays within 2x of that here."""
+    """olmOCR-2's instruction (~110 tokens with Qwen's tokenizer) stays within 2x of that here."""
     from transformers import AutoTokenizer
 
+    from chandra_ocr.ocr.presets import OLMOCR2, olmocr_prompt
+
     tokenizer = AutoTokenizer.from_pretrained(model_dirs["qwen2_5_vl_7b"])
-    n = len(tokenizer(gpu_h200.OLMOCR_LIKE_PROMPT)["input_ids"])
+    n = len(tokenizer(olmocr_prompt())["input_ids"])
     assert 50 <= n <= 200, n
+    assert n <= OLMOCR2.prompt_text_tokens
 
 
 def test_serve_flags_from_engine_args():
@@ -87,3 +90,33 @@ def test_serve_flags_from_engine_args():
         "--limit-mm-per-prompt",
         '{"image": 1}',
     ]
+
+
+gpu_scheduling = load("bench_gpu_scheduling", REPO / "bench" / "gpu_scheduling.py")
+LENGTHS = REPO / "bench" / "results" / "page_lengths.json"
+
+
+def test_page_lengths_follow_the_recorded_corpus_distribution_capped_by_max_tokens():
+    from chandra_ocr.document import PageRequest
+
+    record = json.loads(LENGTHS.read_text())
+    tokens = record["tokens_sorted"]
+    assert tokens == sorted(tokens) and record["summary"]["pages"] == len(tokens) >= 100
+    assert record["summary"]["p99"] > 4 * record["summary"]["p50"]  # a heavy tail
+    requests = [PageRequest(f"doc{i // 7}#0", i % 7 + 1, "x.pdf", 612.0, 792.0) for i in range(2048)]
+    dist = gpu_scheduling.LengthDistribution.load(LENGTHS, cap=4096)
+    lengths = gpu_scheduling.page_lengths(requests, dist)
+    assert lengths == gpu_scheduling.page_lengths(requests, dist)  # a fixed draw per page
+    summary = gpu_scheduling.length_summary(lengths)
+    assert summary["max"] == 4096 and summary["min"] >= tokens[0]
+    # the draw reproduces the corpus's median within sampling error, and caps only the tail
+    assert abs(summary["p50"] - record["summary"]["p50"]) < 0.25 * record["summary"]["p50"]
+    assert 0 < sum(v == 4096 for v in lengths.values()) < 0.1 * len(lengths)
+    fixed = gpu_scheduling.page_lengths(requests[:3], 1000)
+    assert set(fixed.values()) == {1000}
+
+
+def test_the_median_run_counts_and_every_run_is_kept():
+    runs = [{"pages_per_s": r} for r in (7.9, 7.1, 7.5)]
+    assert gpu_scheduling.median_run(runs) == {"pages_per_s": 7.5, "runs_pages_per_s": [7.9, 7.1, 7.5]}
+    assert gpu_scheduling.median_run(runs[:2])["pages_per_s"] == 7.1  # of two, the slower

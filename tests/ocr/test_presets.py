@@ -19,10 +19,14 @@ from chandra_ocr.errors import ConfigError, ParseError
 from chandra_ocr.ocr.presets import (
     CHANDRA2,
     LIGHTONOCR2,
+    OLMOCR2,
+    OLMOCR2_FP8,
+    OLMOCR_PROMPT,
     PRESETS,
     Preset,
     Sampling,
     get_preset,
+    olmocr_prompt,
     parse_text_page,
     plan_for_preset,
     user_image_message,
@@ -111,6 +115,56 @@ def test_lightonocr_numbers_follow_the_model_card():
     assert LIGHTONOCR2.output_format == "markdown" and LIGHTONOCR2.licence == "Apache-2.0"
 
 
+def test_olmocr_numbers_follow_the_olmocr_pipeline():
+    render, sampling = OLMOCR2.render, OLMOCR2.sampling
+    assert render.longest_edge == 1288 and render.longest_edge % render.multiple_of == 0
+    assert max(target_size(612, 792, render)) == 1288 and max(target_size(842, 595, render)) == 1288
+    assert sampling.max_tokens == 8000 and sampling.temperatures[0] == 0.1
+    assert list(sampling.temperatures) == sorted(sampling.temperatures) and len(sampling.temperatures) > 1
+    assert OLMOCR2.model_id == "allenai/olmOCR-2-7B-1025" and OLMOCR2.licence == "Apache-2.0"
+    assert OLMOCR2.dims is QWEN2_5_VL_7B and OLMOCR2.quantization is None
+    assert OLMOCR2_FP8.model_id == "allenai/olmOCR-2-7B-1025-FP8" and OLMOCR2_FP8.quantization == "fp8"
+    assert (
+        dataclasses.replace(OLMOCR2_FP8, name="olmocr2", model_id=OLMOCR2.model_id, quantization=None)
+        == OLMOCR2
+    )
+
+
+def test_olmocr_prompt_asks_for_the_front_matter_its_parser_reads():
+    (msg,) = OLMOCR2.build_messages(Image.new("RGB", (28, 28)))
+    assert [p["type"] for p in msg["content"]] == ["image_pil", "text"]
+    prompt = msg["content"][1]["text"]
+    assert prompt == olmocr_prompt()
+    for field in ("primary_language", "is_rotation_valid", "rotation_correction", "is_table", "is_diagram"):
+        assert field in prompt
+    try:
+        import olmocr.prompts  # noqa: F401
+    except ImportError:
+        assert prompt == OLMOCR_PROMPT  # without the package, our own instruction
+    answer = "---\nprimary_language: en\nis_rotation_valid: True\nrotation_correction: 0\nis_table: False\n"
+    page = OLMOCR2.parse(answer + "is_diagram: False\n---\n# Title\n\nBody.", 612.0, 792.0)
+    assert [(b.label, b.text) for b in page.blocks] == [("section_header", "Title"), ("text", "Body.")]
+
+
+def test_fp8_weights_leave_more_room_for_the_kv_cache():
+    bf16 = plan_for_preset(OLMOCR2, gpu_total_bytes=80 * GIB)
+    fp8 = plan_for_preset(OLMOCR2_FP8, gpu_total_bytes=80 * GIB)
+    online = plan_for_preset(OLMOCR2, gpu_total_bytes=80 * GIB, quantization="fp8")
+    assert fp8 == online
+    dims = QWEN2_5_VL_7B
+    saved = dims.weight_bytes - dataclasses.replace(dims, quantization="fp8").weight_bytes
+    assert saved == pytest.approx(
+        (dims.n_params - dims.vision_params), rel=1e-6
+    )  # one byte per decoder weight
+    assert fp8.kv_capacity_tokens - bf16.kv_capacity_tokens == pytest.approx(
+        saved / bf16.kv_bytes_per_token, abs=2
+    )
+    assert fp8.kv_bytes_per_token == bf16.kv_bytes_per_token  # weights, not the KV cache
+    assert "fp8 decoder" in fp8.reason
+    with pytest.raises(ConfigError, match="quantization"):
+        plan_for_preset(OLMOCR2, gpu_total_bytes=80 * GIB, quantization="int3")
+
+
 def test_message_structure():
     image = Image.new("RGB", (56, 84))
     (chandra_msg,) = CHANDRA2.build_messages(image)
@@ -179,3 +233,13 @@ def test_sampling_validates():
         Sampling(max_tokens=10, temperatures=())
     with pytest.raises(ConfigError):
         Sampling(max_tokens=10, top_p=0.0)
+
+
+def test_online_fp8_is_an_engine_option_that_reaches_vllm():
+    from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+
+    args = VllmEngine(OLMOCR2, VllmOptions(quantization="fp8")).engine_args()
+    assert args["quantization"] == "fp8"
+    assert "quantization" not in VllmEngine(OLMOCR2_FP8).engine_args()  # the checkpoint says so itself
+    with pytest.raises(ConfigError, match="quantization"):
+        VllmOptions(quantization="int3")

@@ -43,7 +43,7 @@ def run_params(*, backfill: bool) -> dict[str, Param]:
         "engine": Param(None, type=["null", "string"], enum=[None, *ENGINE_KINDS],
                         description=empty.format(env="CHANDRA_OCR_ENGINE", default="auto")),
         "preset": Param(None, type=["null", "string"],
-                        description=empty.format(env="CHANDRA_OCR_PRESET", default="chandra2")),
+                        description=empty.format(env="CHANDRA_OCR_PRESET", default="olmocr2")),
         "batch_pages": Param(None, type=["null", "integer"], minimum=1, title="Pages per mapped batch",
                              description=empty.format(env="CHANDRA_OCR_BATCH_PAGES", default=200)),
     }  # fmt: skip

@@ -18,7 +18,14 @@ from chandra.prompts import OCR_LAYOUT_PROMPT
 
 from chandra_ocr.document import ParsedPage, RenderSpec
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.ocr.tuning import CHANDRA_OCR_2, LIGHTONOCR_2_1B, ModelDims, PagingPlan, plan_paging
+from chandra_ocr.ocr.tuning import (
+    CHANDRA_OCR_2,
+    LIGHTONOCR_2_1B,
+    QWEN2_5_VL_7B,
+    ModelDims,
+    PagingPlan,
+    plan_paging,
+)
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -58,6 +65,9 @@ class Preset:
     dims: ModelDims | None = None  # published architecture numbers, for sizing the KV cache
     expected_output_tokens: int = 1024  # typical output of a dense page, for sizing
     prompt_text_tokens: int = 16  # chat template + text prompt tokens besides the image
+    # how the checkpoint stores its decoder weights, for sizing: None (dims' dtype) or "fp8" for a
+    # pre-quantized checkpoint (vLLM reads the method from its config; engines pass nothing)
+    quantization: str | None = None
 
 
 def user_image_message(image: Image.Image, *, prompt: str | None = None) -> list[dict[str, Any]]:
@@ -81,6 +91,13 @@ def parse_markdown_page(raw: str, width_pt: float, height_pt: float) -> ParsedPa
     from chandra_ocr.parse.markdown import parse_markdown
 
     return parse_markdown(raw, width_pt, height_pt)
+
+
+def parse_olmocr_page(raw: str, width_pt: float, height_pt: float) -> ParsedPage:
+    """olmOCR front matter + Markdown → ParsedPage (see ``chandra_ocr.parse.olmocr``)."""
+    from chandra_ocr.parse.olmocr import parse_olmocr
+
+    return parse_olmocr(raw, width_pt, height_pt)
 
 
 def parse_text_page(raw: str, width_pt: float, height_pt: float) -> ParsedPage:
@@ -148,7 +165,66 @@ LIGHTONOCR2 = Preset(
     prompt_text_tokens=16,
 )
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (CHANDRA2, LIGHTONOCR2)}
+# Our instruction for olmOCR-2, asking for the answer format its fine-tune was trained on (a front
+# matter of primary_language, is_rotation_valid, rotation_correction, is_table and is_diagram, then
+# Markdown with HTML tables, LaTeX equations and labelled figures). With the ``olmocr`` package
+# installed, its own prompt is used instead (``olmocr.prompts`` imports without olmOCR's pipeline,
+# but installing the package pulls that pipeline's ~17 dependencies, so it is not required).
+OLMOCR_PROMPT = (
+    "This is one page of a document. Read it as a person would and return its plain text in natural "
+    "reading order. Write equations as LaTeX and tables as HTML. Mark each figure or chart as a Markdown "
+    "image whose alt text describes it: ![description](page_startx_starty_width_height.png)\n"
+    "Answer in Markdown that begins with a front matter block giving primary_language, "
+    "is_rotation_valid, rotation_correction, is_table and is_diagram."
+)
+
+
+@functools.cache
+def olmocr_prompt() -> str:
+    """The ``olmocr`` package's own page prompt when it is installed, else ``OLMOCR_PROMPT``."""
+    try:
+        from olmocr.prompts import build_no_anchoring_v4_yaml_prompt  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return OLMOCR_PROMPT
+    return str(build_no_anchoring_v4_yaml_prompt())
+
+
+def olmocr_message(image: Image.Image) -> list[dict[str, Any]]:
+    """One user message: the page image, then olmOCR's prompt."""
+    return user_image_message(image, prompt=olmocr_prompt())
+
+
+# olmOCR-2 (allenai/olmOCR-2-7B-1025, a Qwen2.5-VL-7B fine-tune; Apache-2.0) — values from the
+# olmocr package's pipeline: pages rendered to 1288 px on the longest side (1288 = 46 × 28), one
+# image + prompt per request, max_tokens 8000, temperature 0.1 first and rising per retry
+# (0.1, 0.1, 0.2, 0.3, 0.5, …; four distinct attempts here), an answer that does not end on its
+# own (finish_reason ≠ stop) is invalid. max_model_len: longest prompt + max_tokens (the sizer).
+OLMOCR2 = Preset(
+    name="olmocr2",
+    model_id="allenai/olmOCR-2-7B-1025",
+    output_format="markdown",
+    render=RenderSpec(dpi=200, max_pixels=1288 * 1288, longest_edge=1288, multiple_of=28),
+    sampling=Sampling(max_tokens=8000, temperatures=(0.1, 0.2, 0.3, 0.5)),
+    build_messages=olmocr_message,
+    parse=parse_olmocr_page,
+    engine_args={
+        "limit_mm_per_prompt": {"image": 1},
+        "dtype": "bfloat16",
+        "enable_prefix_caching": False,  # the image comes first: pages share no prefix worth caching
+    },
+    licence="Apache-2.0",
+    dims=QWEN2_5_VL_7B,
+    expected_output_tokens=1_000,
+    prompt_text_tokens=130,  # the prompt (~110 tokens) + chat template
+)
+
+# The published FP8 checkpoint of the same model (llm-compressor, FP8 decoder weights, vision
+# encoder in bf16): the one olmOCR's own pipeline loads by default.
+OLMOCR2_FP8 = dataclasses.replace(
+    OLMOCR2, name="olmocr2-fp8", model_id="allenai/olmOCR-2-7B-1025-FP8", quantization="fp8"
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (CHANDRA2, LIGHTONOCR2, OLMOCR2, OLMOCR2_FP8)}
 
 
 def get_preset(name: str, **overrides: Any) -> Preset:
@@ -173,19 +249,22 @@ def plan_for_preset(
     gpu_free_bytes: int | None = None,
     memory_budget_bytes: int | None = None,
     kv_cache_dtype: str = "auto",
+    quantization: str | None = None,
     overrides: Mapping[str, Any] | None = None,
     page_size_pt: tuple[float, float] = (612.0, 792.0),
 ) -> PagingPlan:
     """``plan_paging`` with a preset's numbers: a typical page (US Letter by default) for the
-    expected prompt, the render cap for the longest prompt, the sampling's ``max_tokens``.
+    expected prompt, the render cap for the longest prompt, the sampling's ``max_tokens``, and
+    the weights at ``quantization`` (default: the preset's own).
 
-    Raises ConfigError when the preset has no ``dims``.
+    Raises ConfigError when the preset has no ``dims`` or the quantization is unknown.
     """
     from chandra_ocr.pdf.render import target_size  # the renderer's own size rule (imports pymupdf)
 
     if preset.dims is None:
         raise ConfigError(f"preset {preset.name!r} has no model dimensions (dims) to size the KV cache")
-    dims, spec = preset.dims, preset.render
+    dims = dataclasses.replace(preset.dims, quantization=quantization or preset.quantization)
+    spec = preset.render
     typical = dims.image_tokens(*target_size(*page_size_pt, spec)) + preset.prompt_text_tokens
     cap_pixels = min(spec.max_pixels, spec.longest_edge**2) if spec.longest_edge else spec.max_pixels
     longest = math.ceil(cap_pixels / dims.pixels_per_image_token) + preset.prompt_text_tokens

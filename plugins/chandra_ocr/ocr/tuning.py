@@ -28,6 +28,9 @@ MAX_UTILIZATION = 0.92
 MAX_NUM_SEQS_CAP = 512
 ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN = 32  # ≈ 16 live bf16 values of hidden size per batched token
 KV_DTYPE_BYTES = {"auto": None, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+# Weight quantizations the sizer can size: bytes per decoder weight (the vision encoder stays 16-bit,
+# as in vLLM's online FP8 and in the published FP8 checkpoints, which leave the vision tower alone).
+WEIGHT_QUANT_BYTES = {"fp8": 1}
 
 
 @dataclass(frozen=True)
@@ -46,11 +49,21 @@ class ModelDims:
     full_attention_layers: int | None = None  # layers with a per-token KV cache; None = all
     state_bytes_per_seq: int = 0  # fixed recurrent state of linear-attention layers, per sequence
     dtype_bytes: int = 2  # weights (bf16)
+    vision_params: float = 0.0  # of n_params: the vision encoder's (not quantized)
+    quantization: str | None = None  # decoder weights quantized (WEIGHT_QUANT_BYTES); None: dtype_bytes
+
+    def __post_init__(self) -> None:
+        if self.quantization is not None and self.quantization not in WEIGHT_QUANT_BYTES:
+            raise ConfigError(
+                f"quantization must be one of {sorted(WEIGHT_QUANT_BYTES)} or none, got {self.quantization!r}"
+            )
 
     @property
     def weight_bytes(self) -> int:
-        """Bytes of the weights at ``dtype_bytes``."""
-        return int(self.n_params * self.dtype_bytes)
+        """Bytes of the weights: the decoder at its quantized size (if any), the vision encoder 16-bit."""
+        decoder = self.n_params - self.vision_params
+        per_param = WEIGHT_QUANT_BYTES[self.quantization] if self.quantization else self.dtype_bytes
+        return int(decoder * per_param + self.vision_params * self.dtype_bytes)
 
     @property
     def kv_layers(self) -> int:
@@ -83,6 +96,7 @@ CHANDRA_OCR_2 = ModelDims(
     vocab_size=248_320,
     max_position=262_144,
     pixels_per_image_token=32 * 32,
+    vision_params=0.4e9,
     state_bytes_per_seq=24 * (32 * 128 * 128 * 4 + (2 * 16 * 128 + 32 * 128) * 3 * 2),
 )
 
@@ -99,10 +113,12 @@ LIGHTONOCR_2_1B = ModelDims(
     vocab_size=151_936,
     max_position=40_960,
     pixels_per_image_token=28 * 28,
+    vision_params=0.4e9,
 )
 
 # Qwen/Qwen2.5-VL-7B-Instruct (olmOCR-2's base): 28 layers, GQA 28 / 4 KV heads, head_dim 128,
-# hidden 3584, ≈ 8.3 B parameters in bf16; vision patches 14 px merged 2×2.
+# hidden 3584, ≈ 8.3 B parameters in bf16 (≈ 0.67 B of them the 32-layer, 1280-wide vision encoder);
+# vision patches 14 px merged 2×2.
 QWEN2_5_VL_7B = ModelDims(
     name="Qwen/Qwen2.5-VL-7B-Instruct",
     n_layers=28,
@@ -113,6 +129,7 @@ QWEN2_5_VL_7B = ModelDims(
     vocab_size=152_064,
     max_position=128_000,
     pixels_per_image_token=28 * 28,
+    vision_params=0.67e9,
 )
 
 
@@ -294,10 +311,12 @@ def _reason(
         return " (override)" if name in ov else ""
 
     state = f" + {dims.state_bytes_per_seq / 2**20:.0f} MiB state" if dims.state_bytes_per_seq else ""
+    quant = f" ({dims.quantization} decoder)" if dims.quantization else ""
     return (
         f"{dims.name}: {mem.budget / GIB:.1f} GiB of {mem.total / GIB:.1f} GiB ({mem.why}); weights "
-        f"{dims.weight_bytes / GIB:.1f} GiB; headroom {mem.headroom / GIB:.1f} GiB (CUDA context/graphs "
-        f"+ activations + sampler logits); KV pool {mem.pool / GIB:.1f} GiB at {plan.kv_bytes_per_token} "
+        f"{dims.weight_bytes / GIB:.1f} GiB{quant}; headroom {mem.headroom / GIB:.1f} GiB (CUDA "
+        f"context/graphs + activations + sampler logits); KV pool {mem.pool / GIB:.1f} GiB at "
+        f"{plan.kv_bytes_per_token} "
         f"B/token ({plan.kv_cache_dtype}, {dims.kv_layers} KV layers) ≈ {plan.kv_capacity_tokens} tokens; "
         f"a page ≈ {prompt} prompt + {plan.expected_tokens_per_page - prompt} output tokens{state}, "
         f"{pages} pages fit → gpu_memory_utilization {plan.gpu_memory_utilization:.2f}"

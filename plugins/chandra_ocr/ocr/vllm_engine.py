@@ -23,7 +23,7 @@ from chandra_ocr.document import PageRequest, PageResult
 from chandra_ocr.errors import ConfigError, EngineError, EngineOutOfMemoryError
 from chandra_ocr.ocr.feeder import Feeder
 from chandra_ocr.ocr.presets import Preset, plan_for_preset
-from chandra_ocr.ocr.tuning import PagingPlan, detect_gpu_memory
+from chandra_ocr.ocr.tuning import WEIGHT_QUANT_BYTES, PagingPlan, detect_gpu_memory
 from chandra_ocr.ocr.validity import (
     DEFAULT_REPETITION_DETECTION,
     PageAttempts,
@@ -52,6 +52,10 @@ class VllmOptions:
     kv_cache_bytes: int | None = None  # fixed KV cache size (vLLM's kv_cache_memory_bytes; CPU or pinning)
     paging: Mapping[str, Any] = field(default_factory=dict)  # sizer overrides: max_num_seqs, block_size, …
     kv_cache_dtype: str = "auto"  # "fp8" halves the KV bytes per token
+    # vLLM's online weight quantization of a 16-bit checkpoint ("fp8": FP8 decoder weights and
+    # activations on Hopper/Ada, half the weight memory; the sizer counts it). None: the checkpoint's
+    # own (a preset whose checkpoint is pre-quantized says so in Preset.quantization).
+    quantization: str | None = None
     max_attempts: int | None = None  # None: one attempt per temperature of the preset
     enforce_eager: bool = False  # no CUDA graphs / torch.compile: faster start, slower decode
     tensor_parallel_size: int = 1
@@ -74,6 +78,8 @@ class VllmOptions:
             raise ConfigError("tensor_parallel_size must be ≥ 1")
         if self.memory_budget_gib is not None and self.memory_budget_gib <= 0:
             raise ConfigError("memory_budget_gib must be > 0")
+        if self.quantization is not None and self.quantization not in WEIGHT_QUANT_BYTES:
+            raise ConfigError(f"quantization must be one of {sorted(WEIGHT_QUANT_BYTES)} or unset")
 
 
 class VllmEngine:
@@ -127,6 +133,8 @@ class VllmEngine:
             args["enforce_eager"] = True
         if opts.tensor_parallel_size != 1:
             args["tensor_parallel_size"] = opts.tensor_parallel_size
+        if opts.quantization is not None:
+            args["quantization"] = opts.quantization
         args.update(opts.engine_args)
         return args
 
@@ -150,6 +158,7 @@ class VllmEngine:
             gpu_free_bytes=free,
             memory_budget_bytes=budget,
             kv_cache_dtype=opts.kv_cache_dtype,
+            quantization=opts.quantization,
             overrides=preset_paging | overrides,
         )
         log.info("paging plan: %s", plan.reason)
