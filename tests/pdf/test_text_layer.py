@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from metrics import normalise_words, word_f1
 from PIL import Image
 
 from chandra_ocr.document import LABELS
-from chandra_ocr.pdf.text_layer import largest_image_share, text_blocks, text_quality
+from chandra_ocr.pdf.text_layer import TextStats, largest_image_share, read_page, text_blocks
 
 pytestmark = pytest.mark.corpus
 
@@ -118,6 +119,11 @@ def test_rotated_page_boxes_are_in_displayed_space(corpus: Path) -> None:
         assert 0 <= b.bbox[1] <= b.bbox[3] <= rotated.rect.height + 1
     assert _ink_share(rotated, r_blocks) >= 0.8
     assert _ink_share(upright, u_blocks) >= 0.8
+
+
+def text_quality(page: pymupdf.Page) -> TextStats:
+    """The statistics triage routes by: the text layer's, and the largest image's share of the page."""
+    return dataclasses.replace(read_page(page).stats, image_cover=largest_image_share(page))
 
 
 def test_quality_flags_unmapped_glyphs_invisible_text_and_images(corpus: Path) -> None:

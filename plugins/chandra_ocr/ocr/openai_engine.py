@@ -31,8 +31,8 @@ from chandra_ocr.ocr.validity import (
     PageAttempts,
     failed_result,
     sampling_fields,
-    temperature_schedule,
 )
+from chandra_ocr.ocr.vlm import VlmEngine
 from chandra_ocr.watchdog import WAKE_S, WATCHDOG
 
 log = logging.getLogger(__name__)
@@ -70,20 +70,19 @@ class ServerOptions:
             raise ConfigError("max_attempts must be ≥ 1")
 
 
-class OpenAIEngine:
+class OpenAIEngine(VlmEngine):
     """Client of a vLLM OpenAI-compatible server, implementing `OcrEngine` for one preset."""
 
     name = "openai"
-    threads = True  # an event-loop thread with HTTP sockets
-    reads_images = True
 
     def __init__(self, preset: Preset, options: ServerOptions | None = None) -> None:
-        self.preset = preset
         self.options = options or ServerOptions()
-        self.model: str | None = self.options.model or preset.model_id
-        self.render_spec = preset.render
-        self.in_flight_pages: int | None = self.options.max_in_flight
-        self.temperatures = temperature_schedule(preset.sampling, self.options.max_attempts)
+        super().__init__(
+            preset,
+            model=self.options.model,
+            in_flight_pages=self.options.max_in_flight,
+            max_attempts=self.options.max_attempts,
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._client: Any = None

@@ -100,13 +100,6 @@ def parse_olmocr_page(raw: str, width_pt: float, height_pt: float) -> ParsedPage
     return parse_olmocr(raw, width_pt, height_pt)
 
 
-def parse_text_page(raw: str, width_pt: float, height_pt: float) -> ParsedPage:
-    """Plain text → one block per paragraph (see ``chandra_ocr.parse.markdown``)."""
-    from chandra_ocr.parse.markdown import parse_plain_text
-
-    return parse_plain_text(raw, width_pt, height_pt)
-
-
 # Chandra OCR 2 — values from the chandra-ocr 0.2.0 package: settings.IMAGE_DPI (192),
 # MIN_PDF_IMAGE_DIM (1024), MAX_OUTPUT_TOKENS (12384); model.util.scale_to_fit (3072×2048 px
 # cap on a 28 px grid); scripts/vllm.py (max-model-len 18000, prefix caching, mm processor

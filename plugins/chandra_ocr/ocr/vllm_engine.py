@@ -31,6 +31,7 @@ from chandra_ocr.ocr.validity import (
     sampling_fields,
     temperature_schedule,
 )
+from chandra_ocr.ocr.vlm import VlmEngine
 from chandra_ocr.watchdog import WATCHDOG
 
 log = logging.getLogger(__name__)
@@ -82,20 +83,19 @@ class VllmOptions:
             raise ConfigError(f"quantization must be one of {sorted(WEIGHT_QUANT_BYTES)} or unset")
 
 
-class VllmEngine:
+class VllmEngine(VlmEngine):
     """In-process vLLM implementing `OcrEngine` for one preset."""
 
     name = "vllm"
-    threads = True  # vLLM's own threads and sockets to its engine process
-    reads_images = True
 
     def __init__(self, preset: Preset, options: VllmOptions | None = None) -> None:
-        self.preset = preset
         self.options = options or VllmOptions()
-        self.model: str | None = preset.model_id
-        self.render_spec = preset.render
-        self.in_flight_pages: int | None = self.options.in_flight_pages
-        self.temperatures = temperature_schedule(preset.sampling, self.options.max_attempts)
+        super().__init__(
+            preset,
+            model=None,
+            in_flight_pages=self.options.in_flight_pages,
+            max_attempts=self.options.max_attempts,
+        )
         self._llm: Any = None
         self._vllm: Any = None
         self._metrics: dict[str, Any] = {}

@@ -102,11 +102,6 @@ def text_blocks(page: pymupdf.Page) -> list[Block]:
     return read_page(page).blocks
 
 
-def text_quality(page: pymupdf.Page) -> TextStats:
-    """Quality statistics of ``page``'s text layer, the largest-image share included."""
-    return replace(read_page(page).stats, image_cover=largest_image_share(page))
-
-
 def largest_image_share(page: pymupdf.Page) -> float:
     """Share of the page area covered by its largest image (0.0 without images; cheap then)."""
     if not page.get_images(full=True):
