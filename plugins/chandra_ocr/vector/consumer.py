@@ -38,6 +38,15 @@ class ApplyCounts:
     embedded: int  # chunks that needed a new vector
     vectors: int  # vectors in the index afterwards
 
+    def summary(self) -> str:
+        """One line for a person: what changed in the index."""
+        if not self.files:
+            return f"vector index: up to date, {self.vectors} vectors"
+        return (
+            f"vector index: {self.files} outbox file(s) applied: {self.embedded} chunks embedded "
+            f"({self.upserts - self.embedded} reused), {self.deletes} deleted; {self.vectors} vectors in all"
+        )
+
 
 def default_index_dir(layout: KbLayout) -> Path:
     """Where the index lives unless told otherwise: ``<kb>/vector``."""
