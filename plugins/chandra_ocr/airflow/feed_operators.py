@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from chandra_ocr.airflow.operators import ConfiguredOperator
 from chandra_ocr.airflow.settings import RunConfig
 from chandra_ocr.feed import export_changes
-from chandra_ocr.vector.target import VectorTarget
+from chandra_ocr.vector.target import CONN_ENV, VectorTarget
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,9 @@ class VectorIndexOperator(ConfiguredOperator):
     """Applies the exported outbox files to each changed KB's vector store → list of count dicts.
 
     The store is the embedded index unless a target is configured: ``target`` (a dict, see
-    ``chandra_ocr.vector.target``), else the Airflow connection ``target_conn_id`` (its ``extra``
-    is the target JSON), else ``$CHANDRA_OCR_VECTOR_TARGET``. The embedded index is skipped (with
+    ``chandra_ocr.vector.target``), else the Airflow connection ``target_conn_id`` or
+    ``$CHANDRA_OCR_VECTOR_CONN_ID`` (its ``extra`` is the target JSON), else
+    ``$CHANDRA_OCR_VECTOR_TARGET``. The embedded index is skipped (with
     the reason) where no embedding runtime is installed: the outbox files stay, and a later run
     catches the index up.
 
@@ -109,9 +111,9 @@ class VectorIndexOperator(ConfiguredOperator):
     def _target(self) -> VectorTarget | None:
         if self.target:
             return VectorTarget.from_dict(self.target)
-        if self.target_conn_id:
+        conn_id = self.target_conn_id or os.environ.get(CONN_ENV)
+        if conn_id:
             from airflow.sdk import Connection
 
-            extra = Connection.get(self.target_conn_id).extra_dejson
-            return VectorTarget.from_dict(extra)
+            return VectorTarget.from_dict(Connection.get(conn_id).extra_dejson)
         return VectorTarget.from_env()

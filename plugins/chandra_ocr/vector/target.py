@@ -27,6 +27,7 @@ from typing import Any
 from chandra_ocr.errors import ConfigError
 
 TARGET_ENV = "CHANDRA_OCR_VECTOR_TARGET"
+CONN_ENV = "CHANDRA_OCR_VECTOR_CONN_ID"  # Airflow: a connection whose extra is the target
 DEFAULT_EMBEDDINGS = "chandra_ocr.integrations.langchain:KnowledgeBaseEmbeddings"
 _EMBEDDING_KEYWORDS = ("embedding_function", "embedding", "embeddings")
 
