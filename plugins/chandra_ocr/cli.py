@@ -119,6 +119,7 @@ def _vector_parsers(add) -> None:
     search.add_argument("question")
     search.add_argument("-k", type=int, default=5)
     search.add_argument("--index", help="vector index folder (default: KB/vector)")
+    search.add_argument("--target", help="search a LangChain vector store instead (as for `feed`)")
 
 
 def _fallback_options(items: list[str]) -> dict[str, dict]:
@@ -321,14 +322,20 @@ def _cmd_search(args: argparse.Namespace) -> int:
     from chandra_ocr.vector.consumer import default_index_dir, search_index
     from chandra_ocr.vector.embedder import Embedder
     from chandra_ocr.vector.index import index_path
+    from chandra_ocr.vector.target import VectorTarget, search_store
 
     layout = preflight.check_kb_exists(args.kb)
+    target = VectorTarget.parse(args.target) if args.target else VectorTarget.from_env()
     index_dir = Path(args.index) if args.index else default_index_dir(layout)
-    if not index_path(index_dir).is_file():
+    if target is not None:
+        hits = search_store(target.build(), args.question, k=args.k)
+    elif not index_path(index_dir).is_file():
         raise ConfigError(
             f"no vector index at {index_path(index_dir)}: run `chandra-ingest feed --kb {args.kb}` first"
         )
-    for rank, hit in enumerate(search_index(index_dir, args.question, Embedder(), k=args.k), start=1):
+    else:
+        hits = search_index(index_dir, args.question, Embedder(), k=args.k)
+    for rank, hit in enumerate(hits, start=1):
         pages = f"p. {hit.page_start}" + (f"-{hit.page_end}" if hit.page_end != hit.page_start else "")
         where = " > ".join(hit.header_path)
         print(f"{rank}. {hit.score:.3f}  {hit.file_name}  {pages}  [{hit.kind}] {where}")

@@ -87,3 +87,7 @@ def test_feed_prints_summaries_for_the_index_and_for_a_configured_store(kb, tmp_
         "5 chunks in all",
     ]
     assert not any("Counts(" in line for line in lines)
+    found = _feed(["search", "--kb", str(kb.root), "--target", json.dumps(target), "epsilon", "-k", "2"])
+    assert (
+        found[0].startswith("1. ") and "d3.pdf  p. 1  [text] H" in found[0] and found[1].strip() == "epsilon"
+    )

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.vector.index import Hit
 
 TARGET_ENV = "CHANDRA_OCR_VECTOR_TARGET"
 CONN_ENV = "CHANDRA_OCR_VECTOR_CONN_ID"  # Airflow: a connection whose extra is the target
@@ -87,6 +88,21 @@ class VectorTarget:
             return factory(**{keyword: embeddings, **self.store_kwargs})
         except TypeError as e:
             raise ConfigError(f"cannot build vector store {self.store}: {e}") from e
+
+
+def search_store(store: Any, question: str, k: int = 5) -> list[Hit]:
+    """The ``k`` chunks of a synced LangChain store nearest to ``question``, with its relevance scores."""
+    hits = []
+    for doc, score in store.similarity_search_with_relevance_scores(question, k=k):
+        meta = doc.metadata
+        path = meta.get("header_path") or ""
+        header = tuple(path.split(" > ")) if isinstance(path, str) and path else tuple(path)
+        hits.append(
+            Hit(meta.get("chunk_id") or doc.id or "", meta.get("doc_id", ""), meta.get("file_name", ""),
+                int(meta.get("page_start") or 0), int(meta.get("page_end") or 0), meta.get("kind", ""),
+                header, doc.page_content, float(score))
+        )  # fmt: skip
+    return hits
 
 
 def _resolve(path: str) -> Any:
