@@ -115,33 +115,39 @@ def _last_applied(con: duckdb.DuckDBPyConnection, feed: str) -> int:
 def _apply_file(
     con: duckdb.DuckDBPyConnection, store: VectorStore, feed: str, export_no: int, file: Path, batch_size: int
 ) -> tuple[int, int, int]:
-    """Deletes, changed upserts in batches, then the file's record; returns (written, skipped, deleted)."""
+    """Deletes, changed upserts in batches, then the file's record; returns (written, skipped, deleted).
+
+    The file is read a slice at a time (a backfill's export can hold millions of rows); its rows
+    come deletes first, so applying the slices in order keeps deletes before upserts.
+    """
+    written = skipped = deleted = 0
     try:
-        rows = pq.read_table(file).to_pylist()
+        slices = pq.ParquetFile(file).iter_batches(batch_size=max(1024, 16 * batch_size))
+        for part in slices:
+            rows = part.to_pylist()
+            deletes = [r["chunk_id"] for r in rows if r["op"] == "delete"]
+            for ids in _batches(deletes, batch_size):
+                store.delete(ids=ids)
+                _forget(con, ids)
+            upserts = [_record(r) for r in rows if r["op"] == "upsert"]
+            known = _fingerprints(con, [u[0] for u in upserts])
+            todo = [u for u in upserts if known.get(u[0], "") != u[3]]
+            for batch in _batches(todo, batch_size):
+                _write(con, store, batch, known)
+            written, skipped, deleted = (
+                written + len(todo),
+                skipped + len(upserts) - len(todo),
+                deleted + len(deletes),
+            )
     except (OSError, pa.ArrowException) as e:
         raise StoreError(f"cannot read outbox file {file}: {e}") from e
-    deletes = [r["chunk_id"] for r in rows if r["op"] == "delete"]
-    for ids in _batches(deletes, batch_size):
-        store.delete(ids=ids)
-        _forget(con, ids)
-    upserts = [_record(r) for r in rows if r["op"] == "upsert"]
-    known = _fingerprints(con, [u[0] for u in upserts])
-    todo = [u for u in upserts if known.get(u[0], "") != u[3]]
-    for batch in _batches(todo, batch_size):
-        _write(con, store, batch, known)
     with transaction(con):
         con.execute(
             "INSERT OR REPLACE INTO applied VALUES (?, ?, ?, ?, ?, now())",
-            [feed, export_no, len(todo), len(upserts) - len(todo), len(deletes)],
+            [feed, export_no, written, skipped, deleted],
         )
-    log.info(
-        "synced %s: %d written, %d skipped, %d deleted",
-        file.name,
-        len(todo),
-        len(upserts) - len(todo),
-        len(deletes),
-    )
-    return len(todo), len(upserts) - len(todo), len(deletes)
+    log.info("synced %s: %d written, %d skipped, %d deleted", file.name, written, skipped, deleted)
+    return written, skipped, deleted
 
 
 def _write(
