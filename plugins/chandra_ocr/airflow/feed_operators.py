@@ -55,9 +55,8 @@ class VectorIndexOperator(ConfiguredOperator):
     The store is the embedded index unless a target is configured: ``target`` (a dict, see
     ``chandra_ocr.vector.target``), else the Airflow connection ``target_conn_id`` or
     ``$CHANDRA_OCR_VECTOR_CONN_ID`` (its ``extra`` is the target JSON), else
-    ``$CHANDRA_OCR_VECTOR_TARGET``. The embedded index is skipped (with
-    the reason) where no embedding runtime is installed: the outbox files stay, and a later run
-    catches the index up.
+    ``$CHANDRA_OCR_VECTOR_TARGET``. The embedded index is skipped (with the reason) where no
+    embedding runtime is installed: the outbox files stay, and a later run catches the index up.
 
     :param config: the run's ``RunConfig`` dict (templated)
     :param exports: the export task's output: the knowledge bases that changed (templated)
