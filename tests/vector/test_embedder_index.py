@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.vector.consumer import ApplyCounts
 from chandra_ocr.vector.embedder import BUNDLED, MODEL_ENV, Embedder, EmbedOptions, _model_path
-from chandra_ocr.vector.index import open_index
+from chandra_ocr.vector.index import EXACT_SEARCH_LIMIT, open_index
 
 SENTENCE = "The harbour master recorded three ships with damaged sails after the autumn storm."
 FILLER = " ".join(
@@ -84,3 +85,13 @@ def test_the_model_is_one_setting(embedder, tmp_path, monkeypatch):
     monkeypatch.setenv(MODEL_ENV, str(tmp_path / "missing"))
     with pytest.raises(ConfigError, match="does not exist"):
         Embedder().start()
+
+
+def test_the_index_summary_says_where_exact_search_stops():
+    small = ApplyCounts(1, 5, 0, 5, 5).summary()
+    assert (
+        small
+        == "vector index: 1 outbox file(s) applied: 5 chunks embedded (0 reused), 0 deleted; 5 vectors in all"
+    )
+    big = ApplyCounts(0, 0, 0, 0, EXACT_SEARCH_LIMIT + 1).summary().splitlines()
+    assert big[0] == f"vector index: up to date, {EXACT_SEARCH_LIMIT + 1} vectors" and "LanceDB" in big[1]
