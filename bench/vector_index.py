@@ -151,17 +151,21 @@ def main() -> None:
         truth = [vectors @ q for q in queries]
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            row = {"n_vectors": n, "n_queries": len(queries)}
-            row["duckdb_exact"] = bench_duckdb(vectors, queries, truth, work)
-            print(n, "duckdb", row["duckdb_exact"], flush=True)
-            row["lancedb_flat"] = bench_lancedb(vectors, queries, truth, work, ivf=False)
-            print(n, "lancedb flat", row["lancedb_flat"], flush=True)
-            row["lancedb_ivf_pq"] = bench_lancedb(vectors, queries, truth, work, ivf=True,
-                                                  max_partitions=args.max_partitions)  # fmt: skip
-            print(n, "lancedb ivf_pq", row["lancedb_ivf_pq"], flush=True)
-        sizes[str(n)] = row
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=1) + "\n")
+            row = sizes[str(n)] = {"n_vectors": n, "n_queries": len(queries)}
+            methods = {
+                "duckdb_exact": lambda: bench_duckdb(vectors, queries, truth, work),
+                "lancedb_flat": lambda: bench_lancedb(vectors, queries, truth, work, ivf=False),
+                "lancedb_ivf_pq": lambda: bench_lancedb(
+                    vectors, queries, truth, work, ivf=True, max_partitions=args.max_partitions
+                ),
+            }
+            for name, measure in methods.items():
+                row[name] = measure()
+                print(n, name, row[name], flush=True)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(
+                    json.dumps(results, indent=1) + "\n"
+                )  # after each: a long build may be cut off
     print(f"wrote {out}")
 
 
