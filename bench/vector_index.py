@@ -152,15 +152,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             row = sizes[str(n)] = {"n_vectors": n, "n_queries": len(queries)}
-            methods = {
-                "duckdb_exact": lambda: bench_duckdb(vectors, queries, truth, work),
-                "lancedb_flat": lambda: bench_lancedb(vectors, queries, truth, work, ivf=False),
-                "lancedb_ivf_pq": lambda: bench_lancedb(
-                    vectors, queries, truth, work, ivf=True, max_partitions=args.max_partitions
-                ),
-            }
-            for name, measure in methods.items():
-                row[name] = measure()
+            methods = [
+                ("duckdb_exact", bench_duckdb, {}),
+                ("lancedb_flat", bench_lancedb, {"ivf": False}),
+                ("lancedb_ivf_pq", bench_lancedb, {"ivf": True, "max_partitions": args.max_partitions}),
+            ]
+            for name, measure, options in methods:
+                row[name] = measure(vectors, queries, truth, work, **options)
                 print(n, name, row[name], flush=True)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(
