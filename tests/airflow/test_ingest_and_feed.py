@@ -156,3 +156,21 @@ def test_reprocessing_a_document_exports_only_its_changed_chunks_and_tombstones(
     assert {r["chunk_id"] for r in rows if r["op"] == "delete"} == before - after
     assert export["export_no"] == 2
     assert _indexed(world.kb) == _chunk_ids(world.kb)  # upserts embedded, deleted chunks' vectors gone
+
+
+def test_the_feed_dag_syncs_the_store_of_an_airflow_connection(world, initial_exports, monkeypatch, tmp_path):
+    """A LanceDB target configured as an Airflow connection (its extra): the index task syncs every
+    outbox file into it, and the table then holds exactly the KB's chunks."""
+    lancedb = pytest.importorskip("lancedb", reason="needs the 'lancedb' extra")
+    kwargs = {"uri": str(tmp_path / "lance"), "table_name": "kb", "mode": "append"}
+    target = {"name": "lance", "store": "langchain_community.vectorstores:LanceDB", "store_kwargs": kwargs}
+    monkeypatch.setenv("AIRFLOW_CONN_CHANDRA_VECTOR", json.dumps({"conn_type": "generic", "extra": target}))
+    monkeypatch.setenv("CHANDRA_OCR_VECTOR_CONN_ID", "chandra_vector")
+    run, _ = _feed(world)
+    (synced,) = xcom("chandra_ocr_vector_feed", run.run_id, "index")
+    assert (
+        synced["target"] == "lance" and synced["files"] >= 1 and synced["chunks"] == len(_chunk_ids(world.kb))
+    )
+    table = lancedb.connect(kwargs["uri"]).open_table("kb").to_arrow()
+    stored = sorted(zip(table.column("id").to_pylist(), table.column("text").to_pylist(), strict=True))
+    assert stored == sorted(query(world.kb, "SELECT chunk_id, text FROM chunks"))

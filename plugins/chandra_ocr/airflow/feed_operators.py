@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from chandra_ocr.airflow.operators import ConfiguredOperator
 from chandra_ocr.airflow.settings import RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.vector.outbox import export_changes
+from chandra_ocr.vector.target import CONN_ENV, VectorTarget
 
 log = logging.getLogger(__name__)
 
@@ -49,33 +51,69 @@ class FeedExportOperator(ConfiguredOperator):
 
 
 class VectorIndexOperator(ConfiguredOperator):
-    """Applies the exported outbox files to each changed KB's embedded vector index → list of count dicts.
+    """Applies the exported outbox files to each changed KB's vector store → list of count dicts.
 
-    Skipped (with the reason) where the ``embed`` extra is not installed: the outbox files stay
-    for another store's loader, and a later run catches the index up.
+    The store is the embedded index unless a target is configured: ``target`` (a dict, see
+    ``chandra_ocr.vector.target``), else the Airflow connection ``target_conn_id`` or
+    ``$CHANDRA_OCR_VECTOR_CONN_ID`` (its ``extra`` is the target JSON), else
+    ``$CHANDRA_OCR_VECTOR_TARGET``. The embedded index is skipped (with the reason) where no
+    embedding runtime is installed: the outbox files stay, and a later run catches the index up.
 
     :param config: the run's ``RunConfig`` dict (templated)
     :param exports: the export task's output: the knowledge bases that changed (templated)
+    :param target: a vector target dict (templated)
+    :param target_conn_id: an Airflow connection whose extra is a vector target (templated)
     """
 
-    template_fields: Sequence[str] = ("config", "exports")
+    template_fields: Sequence[str] = ("config", "exports", "target", "target_conn_id")
 
-    def __init__(self, *, exports: Templated[list[dict[str, Any]]], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        exports: Templated[list[dict[str, Any]]],
+        target: dict[str, Any] | None = None,
+        target_conn_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.exports = exports
+        self.target = target
+        self.target_conn_id = target_conn_id
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        if importlib.util.find_spec("sentence_transformers") is None:
-            raise AirflowSkipException(
-                "vector index skipped: install the 'embed' extra (sentence-transformers)"
-            )
+        target = self._target()
+        kbs = sorted({e["kb"] for e in rendered(self.exports)})
+        if target is not None:
+            from chandra_ocr.vector.sync import sync_outbox
+
+            store = target.build()
+            return [
+                {"kb": kb} | dataclasses.asdict(sync_outbox(self._layout(kb), store, target=target.name,
+                                                            batch_size=target.batch_size))
+                for kb in kbs
+            ]  # fmt: skip
+        if not any(importlib.util.find_spec(m) for m in ("onnxruntime", "sentence_transformers")):
+            raise AirflowSkipException("vector index skipped: install the 'embed' extra")
         from chandra_ocr.vector.consumer import apply_outbox
         from chandra_ocr.vector.embedder import Embedder
 
         embedder = Embedder().start()
         out = []
-        for kb in sorted({e["kb"] for e in rendered(self.exports)}):
-            counts = apply_outbox(RunConfig.from_dict(self.config | {"kb": kb}).layout(), embedder=embedder)
-            log.info("vector index of %s: %s", kb, counts)
+        for kb in kbs:
+            counts = apply_outbox(self._layout(kb), embedder=embedder)
+            log.info("%s: %s", kb, counts.summary())
             out.append({"kb": kb} | dataclasses.asdict(counts))
         return out
+
+    def _layout(self, kb: str):
+        return RunConfig.from_dict(self.config | {"kb": kb}).layout()
+
+    def _target(self) -> VectorTarget | None:
+        if self.target:
+            return VectorTarget.from_dict(self.target)
+        conn_id = self.target_conn_id or os.environ.get(CONN_ENV)
+        if conn_id:
+            from airflow.sdk import Connection
+
+            return VectorTarget.from_dict(Connection.get(conn_id).extra_dejson)
+        return VectorTarget.from_env()

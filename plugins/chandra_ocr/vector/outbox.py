@@ -64,6 +64,13 @@ class FeedExport:
     since: datetime | None
     until: datetime | None
 
+    def summary(self) -> str:
+        """One line for a person: what the export wrote."""
+        if self.path is None:
+            return "outbox: nothing changed since the last export"
+        counts = f"{self.upserts} upserts, {self.deletes} deletes"
+        return f"outbox: export {self.export_no} → {self.path} ({counts})"
+
 
 def outbox_file(layout: KbLayout, feed: str, export_no: int) -> Path:
     """The deterministic outbox path of export ``export_no`` of ``feed``."""

@@ -1,0 +1,1 @@
+"""Adapters for retrieval frameworks (each needs its framework's extra)."""
