@@ -59,7 +59,7 @@ class KnowledgeBaseEmbeddings(Embeddings):
 
     def __init__(self, model: str | None = None, **options) -> None:
         self._options = EmbedOptions.from_env(model=model, **options)
-        self._embedder = None
+        self._embedder: Embedder | None = None
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self._started().embed(list(texts)).tolist()
@@ -67,7 +67,7 @@ class KnowledgeBaseEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         return self._started().embed([text])[0].tolist()
 
-    def _started(self):
+    def _started(self) -> Embedder:
         if self._embedder is None:
             self._embedder = Embedder(self._options).start()
         return self._embedder
