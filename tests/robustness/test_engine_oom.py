@@ -117,4 +117,4 @@ def test_out_of_memory_at_one_page_fails_the_batch_and_keeps_what_was_read(corpu
         if checkpoints.read_page(layout, doc.doc_id, n, engine_key(engine)) is not None
     ]
     assert sorted(done) == sorted(engine.served) and len(done) == engine.warm  # a retry resumes from here
-    assert not (tmp_path / "kb" / "parquet").exists()
+    assert not any((tmp_path / "kb" / d).exists() for d in ("staging", "parquet"))  # no shard, no rows

@@ -107,6 +107,7 @@ FIXED_SQL_PARTS = {
     "picks",  # table_view: c0, c1, ... aliases over int column numbers
     "COLUMNS",  # vector index: a constant column list
     "dim",  # embedding dimension (int)
+    "view_sql",  # store/dataset.py: a view's file paths as escaped literals (a view takes no parameters)
 }
 
 
