@@ -142,7 +142,7 @@ def _as_an_older_ingest(kb: Path, file_name: str) -> None:
     con = duckdb.connect(str(layout.duckdb_path), read_only=True)
     doc_id = con.execute("SELECT doc_id FROM documents WHERE file_name = ?", [file_name]).fetchall()[0][0]
     rows = {
-        t: con.execute(f"SELECT * FROM {t} WHERE doc_id = ?", [doc_id]).fetch_arrow_table().to_pylist()
+        t: con.execute(f"SELECT * FROM {t} WHERE doc_id = ?", [doc_id]).to_arrow_table().to_pylist()
         for t in SHARD_TABLES
     }
     con.close()
