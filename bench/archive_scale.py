@@ -13,10 +13,10 @@ assembly: their shards are staged (``write_shards``, timed apart: it does not de
 then ``known_documents`` (the pipeline's first read) and ``load_documents`` are timed. Also, at
 each size: the load's bytes written and read (``wchar``/``rchar`` of /proc/self/io: every write
 and read call, the copy of kb.duckdb included), the Parquet files under kb/parquet/ and the size
-of kb.duckdb after the load, whether a compaction followed the load and its time (part of the
-ingest time), the
-median latency of one ``table_search`` query (a new read-only
-connection, 3 tries), and the slowest connect + ``count(*)`` of a reader process that connects
+of kb.duckdb after the load, whether the compaction a run does after its load (``compact_if_due``,
+in a write session of its own, after the load is published) had work to do, and its time and I/O
+(``compaction_s``, not part of ``ingest_s``), the median latency of one ``table_search`` query (a
+new read-only connection, 3 tries), and the slowest connect + ``count(*)`` of a reader process that connects
 in a loop during the load. A second process holds a read-only connection on kb.duckdb for the
 whole run and must still answer at the end. The baseline: at each size, right before, the same
 staged shards are loaded into an empty KB (``ingest_vs_empty_kb``; the shared 2 cores make loads
@@ -38,8 +38,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from chandra_ocr.document import Block, Chunk, Document, Page, Table, TableCell
-from chandra_ocr.store import duckdb_store
+from chandra_ocr.store.compact import compact_if_due
 from chandra_ocr.store.dataset import next_gen, write_file
 from chandra_ocr.store.duckdb_store import connect, known_documents, load_documents
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
@@ -173,25 +171,6 @@ print(json.dumps({"connects": n, "slowest_s": slowest, "counts_seen": sorted(cou
 """
 
 
-@contextmanager
-def _timed_compaction(times: list[float]) -> Iterator[None]:
-    """Record how long the compaction that may follow a load takes (part of ``ingest_s``)."""
-    real = duckdb_store.compact_kb
-
-    def timed(*args, **kwargs):
-        t0 = time.perf_counter()
-        try:
-            return real(*args, **kwargs)
-        finally:
-            times.append(time.perf_counter() - t0)
-
-    duckdb_store.compact_kb = timed
-    try:
-        yield
-    finally:
-        duckdb_store.compact_kb = real
-
-
 def measured_load(layout: KbLayout, ids: list[str], work: Path) -> dict:
     """Time known_documents + load_documents of ``ids`` with a reader connecting in a loop meanwhile."""
     stop = work / "probe.stop"
@@ -200,30 +179,24 @@ def measured_load(layout: KbLayout, ids: list[str], work: Path) -> dict:
         [sys.executable, "-c", _PROBE, str(layout.duckdb_path), str(stop)], stdout=subprocess.PIPE, text=True
     )
     time.sleep(0.5)  # the probe is connecting before the load starts
-    compaction_s = []
     io0, t0 = _io(), time.perf_counter()
     known_documents(layout)
-    with _timed_compaction(compaction_s):
-        load_documents(layout, ids)
+    load_documents(layout, ids)
     elapsed, io1 = time.perf_counter() - t0, _io()
+    compacted = compact_if_due(layout)  # what a run does next, in a session of its own
+    compaction_s, io2 = time.perf_counter() - t0 - elapsed, _io()
     stop.touch()
     probe_result = json.loads(probe.communicate(timeout=60)[0])
     return {
         "ingest_s": elapsed,
-        "of_which_compaction_s": sum(compaction_s),
         "bytes_written": io1["wchar"] - io0["wchar"],
         "bytes_read": io1["rchar"] - io0["rchar"],
+        "compaction_after_load": compacted is not None,
+        "compaction_s": compaction_s if compacted is not None else 0.0,
+        "compaction_bytes_written": io2["wchar"] - io1["wchar"],
+        "compaction_bytes_read": io2["rchar"] - io1["rchar"],
         "reader_during_load": probe_result,
     }
-
-
-def _retired(layout: KbLayout) -> int:
-    """Files compaction has replaced so far (kept in ``kb_retired`` for a day)."""
-    con = connect(layout)
-    try:
-        return con.execute("SELECT count(*) FROM kb_retired").fetchall()[0][0]
-    finally:
-        con.close()
 
 
 def table_search_s(layout: KbLayout) -> float:
@@ -278,9 +251,7 @@ def growing_kb(work: Path, sizes: list[int], n_new: int) -> tuple[list[dict], di
         baseline = measured_load(empty, ids, work)
         shutil.rmtree(empty.root)
         row = {"kb_documents": synthetic + loaded, "synthetic_build_s": build_s, "stage_s": stage_s}
-        retired = _retired(layout)
         row |= measured_load(layout, ids, work)
-        row["compaction_in_load"] = _retired(layout) > retired
         row |= {
             "empty_kb_ingest_s": baseline["ingest_s"],
             "ingest_vs_empty_kb": row["ingest_s"] / baseline["ingest_s"],
@@ -302,13 +273,16 @@ def growing_kb(work: Path, sizes: list[int], n_new: int) -> tuple[list[dict], di
 
 def nightly(work: Path, nights: int, per_night: int) -> dict:
     layout = KbLayout(work / "nightly")
-    most, times = dict.fromkeys(SHARD_TABLES, 0), []
+    most, times, compactions = dict.fromkeys(SHARD_TABLES, 0), [], []
     for night in range(nights):
         ids = [doc_id(f"x{night:03d}", i) for i in range(per_night)]
         stage(layout, ids)
         t0 = time.perf_counter()
         load_documents(layout, ids)
-        times.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        if compact_if_due(layout) is not None:  # as the run does after its load
+            compactions.append(time.perf_counter() - t1)
+        times.append(t1 - t0)
         most = {t: max(most[t], n) for t, n in parquet_files(layout).items()}
     return {
         "nights": nights,
@@ -318,6 +292,9 @@ def nightly(work: Path, nights: int, per_night: int) -> dict:
         "first_load_s": times[0],
         "last_load_s": times[-1],
         "median_load_s": statistics.median(times),
+        "compactions": len(compactions),
+        "compaction_s_total": sum(compactions),
+        "compaction_s_per_night": sum(compactions) / nights,
     }
 
 

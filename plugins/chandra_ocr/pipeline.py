@@ -30,6 +30,7 @@ from chandra_ocr.pdf.discover import Discovery, discover
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
 from chandra_ocr.store import checkpoints
+from chandra_ocr.store.compact import compact_if_due
 from chandra_ocr.store.duckdb_store import (
     RunRecord,
     document_versions,
@@ -346,5 +347,7 @@ def run(
         finally:
             if owns_engine:
                 engine.close()
+    if batches:
+        compact_if_due(layout)  # after the loads are published: readers see the new rows first
     seconds = time.monotonic() - t0
     return RunSummary(run_id, discovery, batches, dict(loaded), seconds, pages_read(batches))

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import duckdb
 from store.test_loader import _doc
 
-from chandra_ocr.store.compact import FAN_IN, compact_kb
+from chandra_ocr.store.compact import FAN_IN, compact_if_due, compact_kb
 from chandra_ocr.store.duckdb_store import connect, forget_documents, load_documents
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.parquet import write_shards
@@ -114,11 +114,16 @@ def test_a_reader_connecting_during_a_load_gets_the_last_committed_state_at_once
 
 def test_loads_add_a_bounded_number_of_files_and_compaction_keeps_the_live_rows(tmp_path):
     layout = KbLayout(tmp_path)
+    merged = 0
     for run in range(2 * FAN_IN + 1):
         _stage(layout, f"r{run}", [f"text {run}", "common"])
+        before = len(list((tmp_path / "parquet" / "chunks").glob("*.parquet")))
         load_documents(layout, [f"r{run}"])
+        assert len(list((tmp_path / "parquet" / "chunks").glob("*.parquet"))) == before + 1  # the load alone
+        merged += compact_if_due(layout) is not None  # what a run does after its load
         files = [p for p in (tmp_path / "parquet" / "chunks").iterdir()]
-        assert len(files) < FAN_IN + 2  # merged as tiers fill up, not one file per load for ever
+        assert len(files) < FAN_IN + 1  # merged as tiers fill up, not one file per load for ever
+    assert merged == 2
     _stage(layout, "r1", ["text 1", "changed"])  # re-ingested: its old rows must go
     load_documents(layout, ["r1"])
     forget_documents(layout, ["r2"])

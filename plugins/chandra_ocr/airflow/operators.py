@@ -37,6 +37,7 @@ from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan, watching, worker_pool
 from chandra_ocr.preflight import check_fallbacks
 from chandra_ocr.progress import Progress
+from chandra_ocr.store.compact import compact_if_due
 from chandra_ocr.store.duckdb_store import RunRecord, load_documents
 
 log = logging.getLogger(__name__)
@@ -267,7 +268,8 @@ class AssembleOperator(_BatchOperator):
 
 
 class LoadOperator(ConfiguredOperator):
-    """Loads all batches' shards into DuckDB in one transaction and records the run → a summary dict.
+    """Loads all batches' shards into DuckDB in one transaction and records the run → a summary dict;
+    then merges the Parquet files when a size tier has filled up (store/compact.py).
 
     The summary (``kb``, ``run_id``, ``documents`` by status, ``pages``, ``chunks``) also becomes
     the ``extra`` of the event of ``kb_asset``, which is added to the task's outlets.
@@ -305,6 +307,7 @@ class LoadOperator(ConfiguredOperator):
         loaded = load_documents(cfg.layout(), [d.doc_id for d in docs], record)
         progress.add(pages=pages, docs=len(docs))
         progress.done()
+        compact_if_due(cfg.layout())  # a session of its own: the load is published (and visible) first
         statuses: dict[str, int] = {}
         for doc in docs:
             statuses[doc.status or "unknown"] = statuses.get(doc.status or "unknown", 0) + 1

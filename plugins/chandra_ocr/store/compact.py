@@ -1,9 +1,11 @@
 """Compaction of the Parquet dataset: many small files become a few of about ``TARGET_BYTES``.
 
 Every load adds one file per table. Files are grouped in size tiers (under 1 MiB, 8 MiB, 64 MiB;
-larger ones are full); when a tier of a table holds ``FAN_IN`` files, the end of a load merges
+larger ones are full); when a tier of a table holds ``FAN_IN`` files, ``compact_if_due`` merges
 them into files of the next tier (at most ``TARGET_BYTES`` each), so a table keeps fewer than
-``FAN_IN`` files per tier plus its full ones and a byte is rewritten about once per tier.
+``FAN_IN`` files per tier plus its full ones and a byte is rewritten about once per tier. The
+load itself never compacts (its cost stays that of its new rows): a run, or Airflow's load
+task, calls ``compact_if_due`` after its load is published, in a write session of its own.
 ``compact(full=True)`` (``chandra-ingest compact``) also rewrites every file that still holds
 rows of re-ingested or forgotten documents, after which ``kb/parquet/`` holds live rows only.
 Rows are written sorted by ``doc_id``, so readers skip row groups by its statistics.
@@ -11,9 +13,24 @@ Rows are written sorted by ``doc_id``, so readers skip row groups by its statist
 
 from __future__ import annotations
 
-from chandra_ocr.store.dataset import DataFile, data_files, live_rows_sql, next_gen, retire, write_file
+import logging
+import os
+import time
+
+from chandra_ocr.store.dataset import (
+    FILE_PREFIX,
+    DataFile,
+    data_files,
+    live_rows_sql,
+    newest_mark,
+    next_gen,
+    retire,
+    write_file,
+)
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.session import WriteSession, write_session
+
+log = logging.getLogger(__name__)
 
 TARGET_BYTES = 128 * 2**20
 FAN_IN = 8
@@ -44,8 +61,8 @@ def _holds_superseded_rows(session: WriteSession, f: DataFile) -> bool:
     ).fetchall()[0][0]
 
 
-def _plan(session: WriteSession, files: list[DataFile], full: bool) -> list[list[DataFile]]:
-    if full:
+def _plan(session: WriteSession | None, files: list[DataFile], full: bool) -> list[list[DataFile]]:
+    if full and session is not None:
         dirty = {f.file for f in files if _holds_superseded_rows(session, f)}
         candidates = [f for f in files if _tier(f) is not None or f.file in dirty]
         return [g for g in _pack(candidates) if len(g) > 1 or g[0].file in dirty]
@@ -64,12 +81,12 @@ def compact(session: WriteSession, *, full: bool = False) -> dict[str, tuple[int
     kb/snapshots/ a day later (store/dataset.py).
     """
     con, layout = session.con, session.layout
-    gen = next_gen(con)
+    gen, newest = next_gen(con), newest_mark(con)
     counts = {}
     for table in SHARD_TABLES:
         files = data_files(con, table)
         for part, group in enumerate(_plan(session, files, full)):
-            query = f"SELECT * FROM ({live_rows_sql(con, layout, group)}) ORDER BY doc_id"
+            query = f"SELECT * FROM ({live_rows_sql(layout, group, newest)}) ORDER BY doc_id"
             write_file(con, layout, table, query, gen, part)
             retire(con, group)
         counts[table] = (len(files), len(data_files(con, table)))
@@ -80,9 +97,32 @@ def compact(session: WriteSession, *, full: bool = False) -> dict[str, tuple[int
     return counts
 
 
-def compaction_due(session: WriteSession) -> bool:
-    """Whether a size tier of some table has filled up (the end of a load then compacts)."""
-    return any(_plan(session, data_files(session.con, t), full=False) for t in SHARD_TABLES)
+def compaction_due(layout: KbLayout) -> bool:
+    """Whether a size tier of some table has filled up, judged from the sizes of the files under
+    kb/parquet/ (which holds the listed files only): no database is opened, so a run pays nothing
+    for asking. A file a failed writer left there can make it answer yes once for nothing."""
+    for table in SHARD_TABLES:
+        folder = layout.dataset_dir(table)
+        if not folder.is_dir():
+            continue
+        files = [
+            DataFile(table, e.name, 0, 0, e.stat().st_size)
+            for e in os.scandir(folder)
+            if e.is_file() and e.name.startswith(FILE_PREFIX)
+        ]
+        if _plan(None, files, full=False):
+            return True
+    return False
+
+
+def compact_if_due(layout: KbLayout) -> dict[str, tuple[int, int]] | None:
+    """Merge the filled size tiers when some are full (after a load is published); None when none is."""
+    if not compaction_due(layout):
+        return None
+    t0 = time.monotonic()
+    counts = compact_kb(layout, full=False)
+    log.info("compacted %s in %.1f s: files per table %s", layout.root, time.monotonic() - t0, counts)
+    return counts
 
 
 def compact_kb(layout: KbLayout, *, full: bool = True) -> dict[str, tuple[int, int]]:

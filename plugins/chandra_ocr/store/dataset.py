@@ -25,7 +25,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
-from chandra_ocr.store.parquet import arrow_schemas
+from chandra_ocr.store.schema import dataset_ddl
 
 FILE_PREFIX = "part-"
 RETAIN_S = 24 * 3600
@@ -54,11 +54,12 @@ def quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def data_files(con: duckdb.DuckDBPyConnection, table: str) -> list[DataFile]:
-    """The files of ``table``, oldest generation first."""
+def data_files(con: duckdb.DuckDBPyConnection, table: str | None = None) -> list[DataFile]:
+    """The files of ``table`` (of every table when None), oldest generation first."""
     rows = con.execute(
-        "SELECT table_name, file, gen, n_rows, bytes FROM kb_files WHERE table_name = ? ORDER BY gen, file",
-        [table],
+        "SELECT table_name, file, gen, n_rows, bytes FROM kb_files "
+        "WHERE $t IS NULL OR table_name = $t ORDER BY gen, file",
+        {"t": table},
     ).fetchall()
     return [DataFile(*r) for r in rows]
 
@@ -71,19 +72,23 @@ def next_gen(con: duckdb.DuckDBPyConnection) -> int:
     ).fetchall()[0][0]
 
 
-def live_rows_sql(con: duckdb.DuckDBPyConnection, layout: KbLayout, files: list[DataFile]) -> str:
-    """A SELECT of the rows of ``files`` that still count: files without superseded documents are read
-    together, every other one alone, less the documents superseded after it was written."""
-    marks = sorted(g for (g,) in con.execute("SELECT DISTINCT gen FROM kb_superseded").fetchall())
-    newest_mark = marks[-1] if marks else 0
-    clean = [f for f in files if f.gen >= newest_mark]
+def newest_mark(con: duckdb.DuckDBPyConnection) -> int:
+    """The generation of the newest superseded mark (0 when none): files at least as new are clean."""
+    return con.execute("SELECT coalesce(max(gen), 0) FROM kb_superseded").fetchall()[0][0]
+
+
+def live_rows_sql(layout: KbLayout, files: list[DataFile], newest: int) -> str:
+    """A SELECT of the rows of ``files`` that still count (``newest``: ``newest_mark``): files without
+    superseded documents are read together, every other one alone, less the documents superseded
+    after it was written."""
+    clean = [f for f in files if f.gen >= newest]
     parts = []
     if clean:
         parts.append(
             f"SELECT * FROM read_parquet([{', '.join(quote(str(f.snapshot(layout))) for f in clean)}])"
         )
     for f in files:
-        if f.gen < newest_mark:
+        if f.gen < newest:
             parts.append(
                 f"SELECT * FROM read_parquet({quote(str(f.snapshot(layout)))}) "
                 f"WHERE doc_id NOT IN (SELECT doc_id FROM kb_superseded WHERE gen > {int(f.gen)})"
@@ -94,10 +99,7 @@ def live_rows_sql(con: duckdb.DuckDBPyConnection, layout: KbLayout, files: list[
 def create_shapes(con: duckdb.DuckDBPyConnection) -> None:
     """Schema ``kb_shape``: each dataset table empty, with its column types (a view without files)."""
     con.execute("CREATE SCHEMA IF NOT EXISTS kb_shape")
-    for table, schema in arrow_schemas().items():  # fixed identifiers
-        con.register("shape", schema.empty_table())
-        con.execute(f"CREATE OR REPLACE TABLE kb_shape.{table} AS SELECT * FROM shape")
-        con.unregister("shape")
+    con.execute(dataset_ddl("kb_shape"))
 
 
 def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
@@ -106,9 +108,10 @@ def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
     The one place where values reach SQL text: a view takes no parameters, so its files' paths
     (from ``kb_files`` and the KB folder) are escaped string literals.
     """
+    files, newest = data_files(con), newest_mark(con)
     for table in SHARD_TABLES:  # fixed identifiers
-        files = data_files(con, table)
-        view_sql = live_rows_sql(con, layout, files) if files else f"SELECT * FROM kb_shape.{table}"
+        mine = [f for f in files if f.table == table]
+        view_sql = live_rows_sql(layout, mine, newest) if mine else f"SELECT * FROM kb_shape.{table}"
         con.execute(f"CREATE OR REPLACE VIEW main.{table} AS {view_sql}")
 
 
@@ -148,9 +151,15 @@ def write_file(
 
 def retire(con: duckdb.DuckDBPyConnection, files: list[DataFile]) -> None:
     """Take ``files`` out of the dataset (and, when the session is published, out of kb/parquet/)."""
-    for f in files:
-        con.execute("DELETE FROM kb_files WHERE table_name = ? AND file = ?", [f.table, f.file])
-        con.execute("INSERT OR REPLACE INTO kb_retired VALUES (?, ?, now())", [f.table, f.file])
+    if not files:
+        return
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE retiring AS "
+        "SELECT unnest(?::VARCHAR[]) AS table_name, unnest(?::VARCHAR[]) AS file",
+        [[f.table for f in files], [f.file for f in files]],
+    )  # two statements for the lot: DuckDB pays milliseconds per statement on a keyed table
+    con.execute("DELETE FROM kb_files WHERE (table_name, file) IN (SELECT (table_name, file) FROM retiring)")
+    con.execute("INSERT OR REPLACE INTO kb_retired SELECT table_name, file, now() FROM retiring")
 
 
 def stale_files(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> list[Path]:

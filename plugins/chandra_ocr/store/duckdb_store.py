@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
-import pyarrow as pa
 
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.compact import compact_kb, compaction_due
 from chandra_ocr.store.dataset import next_gen, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.schema import dataset_ddl
@@ -102,8 +100,9 @@ def load_documents(
     new or changed chunks get the load's time as ``updated_at``; chunks that disappear get
     tombstones. Keys are checked among the loaded rows. A document without shards that is already
     in the knowledge base was loaded by an earlier try of the same load and is passed by.
-    ``run`` makes the run's record once the rows are in (so that it can time the load). When a
-    size tier has filled up, a compaction follows in a session of its own (store/compact.py).
+    ``run`` makes the run's record once the rows are in (so that it can time the load). The work
+    is that of the new rows (and a look-up of their doc_ids among the loaded ones), whatever the
+    KB's size; merging files is for ``compact_if_due`` afterwards (store/compact.py).
     """
     doc_ids = sorted(set(doc_ids))
     staged = [d for d in doc_ids if layout.shard("documents", d).exists()]
@@ -116,36 +115,60 @@ def load_documents(
         counts = _load(session, staged) if staged else dict.fromkeys(SHARD_TABLES, 0)
         if run is not None and doc_ids:  # also when another run loaded them all first
             _record_run(session.con, run())
-        due = compaction_due(session)
     for doc_id in staged:
         for table in SHARD_TABLES:
             layout.shard(table, doc_id).unlink(missing_ok=True)
-    if due:  # after the load is published: readers see the new rows first
-        compact_kb(layout, full=False)
     log.info("loaded %d document(s) into %s: %s", len(staged), layout.duckdb_path, counts)
     return counts
 
 
 def _load(session: WriteSession, doc_ids: list[str]) -> dict[str, int]:
     con, layout = session.con, session.layout
+    counts = _stage(con, layout, doc_ids)
+    try:
+        _merge(con, layout, [t for t in SHARD_TABLES if counts[t]])
+    finally:
+        con.execute("DETACH staging")
+    return counts
+
+
+def _stage(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]) -> dict[str, int]:
+    """The staged shards of ``doc_ids`` in the keyed tables of ``staging``, an in-memory database
+    attached to the session (no second DuckDB instance): a duplicate key, or a NULL where the
+    schema forbids one, fails the load here."""
+    # Shards are many small files: with insertion order kept, DuckDB's threads wait on each other
+    # to order their rows (a 59-document load read its shards in 115 ms on 2 threads, 85 ms on one,
+    # 70 ms unordered). Files are written sorted by doc_id instead.
+    con.execute("SET preserve_insertion_order = false")
+    con.execute("ATTACH ':memory:' AS staging")
+    con.execute(dataset_ddl("staging"))
     counts = {}
-    for table, rows in _read_shards(layout, doc_ids).items():  # fixed identifiers
-        counts[table] = rows.num_rows
-        con.register("shard_rows", rows)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM shard_rows")
-        con.unregister("shard_rows")
+    for table in SHARD_TABLES:  # fixed identifiers, never built from document content
+        paths = [str(p) for d in doc_ids if (p := layout.shard(table, d)).exists()]  # no rows: no shard
+        if paths:
+            counts[table] = con.execute(
+                f"INSERT INTO staging.{table} BY NAME SELECT * FROM read_parquet(?)", [paths]
+            ).fetchall()[0][0]
+        else:
+            counts[table] = 0
+    return counts
+
+
+def _merge(con: duckdb.DuckDBPyConnection, layout: KbLayout, tables: list[str]) -> None:
+    """The staged rows of ``tables`` (those with rows) as this generation's files, with what they
+    replace marked superseded."""
     now = con.execute("SELECT now()").fetchall()[0][0]
     gen = next_gen(con)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE prior AS SELECT doc_id, first_seen FROM documents "
-        "WHERE doc_id IN (SELECT doc_id FROM new_documents)"
+        "WHERE doc_id IN (SELECT doc_id FROM staging.documents)"
     )
     # A changed chunk's updated_at is this load's time, not its assembly time: a feed export that ran
     # between the two would otherwise have moved its watermark past the chunk before it was visible.
-    con.execute("UPDATE new_chunks SET updated_at = ?", [now])
+    con.execute("UPDATE staging.chunks SET updated_at = ?", [now])
     if con.execute("SELECT count(*) FROM prior").fetchall()[0][0]:  # re-ingested documents
         con.execute(
-            "UPDATE new_documents n SET first_seen = p.first_seen FROM prior p WHERE p.doc_id = n.doc_id"
+            "UPDATE staging.documents n SET first_seen = p.first_seen FROM prior p WHERE p.doc_id = n.doc_id"
         )
         con.execute(
             "CREATE OR REPLACE TEMP TABLE prior_chunks AS "
@@ -153,40 +176,18 @@ def _load(session: WriteSession, doc_ids: list[str]) -> dict[str, int]:
             "WHERE doc_id IN (SELECT doc_id FROM prior)"
         )
         con.execute(
-            "UPDATE new_chunks n SET updated_at = c.updated_at FROM prior_chunks c "
+            "UPDATE staging.chunks n SET updated_at = c.updated_at FROM prior_chunks c "
             "WHERE c.chunk_id = n.chunk_id AND c.content_hash = n.content_hash"
         )
         con.execute(
             "INSERT OR REPLACE INTO chunk_tombstones SELECT chunk_id, doc_id, ? FROM prior_chunks "
-            "WHERE chunk_id NOT IN (SELECT chunk_id FROM new_chunks)",
+            "WHERE chunk_id NOT IN (SELECT chunk_id FROM staging.chunks)",
             [now],
         )
         con.execute("INSERT OR REPLACE INTO kb_superseded SELECT doc_id, ? FROM prior", [gen])
-    con.execute("DELETE FROM chunk_tombstones WHERE chunk_id IN (SELECT chunk_id FROM new_chunks)")
-    for table in SHARD_TABLES:
-        write_file(con, layout, table, f"SELECT * FROM new_{table} ORDER BY doc_id", gen)
-    return counts
-
-
-def _read_shards(layout: KbLayout, doc_ids: list[str]) -> dict[str, pa.Table]:
-    """The staged shards of ``doc_ids``, table by table, through the keyed tables of an in-memory
-    database: a duplicate key (or a NULL where the schema forbids it) fails the load here."""
-    mem = duckdb.connect(":memory:")
-    try:
-        # Shards are many small files: with insertion order kept, DuckDB's threads wait on each
-        # other to order their rows (a 59-document load read its shards in 115 ms on 2 threads,
-        # 85 ms on one, 70 ms unordered). Files are written sorted by doc_id instead.
-        mem.execute("SET preserve_insertion_order = false")
-        mem.execute(dataset_ddl())
-        rows = {}
-        for table in SHARD_TABLES:  # fixed identifiers, never built from document content
-            paths = [str(p) for d in doc_ids if (p := layout.shard(table, d)).exists()]  # no rows: no shard
-            if paths:
-                mem.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [paths]).fetchall()
-            rows[table] = mem.sql(f"SELECT * FROM {table}").to_arrow_table()
-        return rows
-    finally:
-        mem.close()
+    con.execute("DELETE FROM chunk_tombstones WHERE chunk_id IN (SELECT chunk_id FROM staging.chunks)")
+    for table in tables:
+        write_file(con, layout, table, f"SELECT * FROM staging.{table} ORDER BY doc_id", gen)
 
 
 def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:

@@ -22,9 +22,13 @@ def _files() -> list[Path]:
     return sorted(sql_dir().glob("*.sql"))
 
 
-def dataset_ddl() -> str:
-    """CREATE TABLE statements of the six dataset tables (sql/001_schema.sql)."""
-    return _files()[0].read_text(encoding="utf-8")
+def dataset_ddl(schema: str | None = None) -> str:
+    """CREATE TABLE statements of the six dataset tables (sql/001_schema.sql), in ``schema`` when given
+    (a fixed identifier: ``kb_shape``, or ``staging``, the in-memory database a load attaches)."""
+    ddl = _files()[0].read_text(encoding="utf-8")
+    if schema is None:
+        return ddl
+    return ddl.replace("CREATE TABLE IF NOT EXISTS ", f"CREATE TABLE IF NOT EXISTS {schema}.")
 
 
 def apply_catalog(con: duckdb.DuckDBPyConnection) -> None:
