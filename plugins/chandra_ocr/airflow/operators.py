@@ -17,6 +17,7 @@ from typing import Any
 from airflow.sdk import Asset, BaseOperator, Context, Variable, conf
 from airflow.sdk.log import mask_secret
 
+from chandra_ocr.airflow import backfill
 from chandra_ocr.airflow.hooks import VllmHook
 from chandra_ocr.airflow.settings import (
     PASSWORDS_VARIABLE,
@@ -101,7 +102,9 @@ class DiscoverOperator(ConfiguredOperator):
     """Finds new PDFs in the run's source and plans them into batches → list of ``Batch`` dicts.
 
     At most ``max_batches`` batches (default: Airflow's ``core.max_map_length``) are returned;
-    the documents left over are found again by the next run.
+    the documents left over are found again by the next run (which the backfill DAG triggers
+    itself, chandra_ocr/airflow/backfill.py). The run's share of the planned batches goes to the
+    XCom key ``backfill`` and the log ("N of M batches done" once loaded).
 
     :param config: the run's ``RunConfig`` dict (templated)
     :param max_batches: cap on the mapped batches of one run
@@ -119,10 +122,18 @@ class DiscoverOperator(ConfiguredOperator):
         with watching(options), worker_pool(options) as workers:
             batches = plan(discovery, options, workers)
         limit = self.max_batches or conf.getint("core", "max_map_length")
-        if len(batches) > limit:
+        planned = len(batches)
+        batches = batches[:limit]
+        share = backfill.progress(
+            context.get("params") or {}, planned, len(batches), sum(len(b.docs) for b in batches)
+        )
+        if share.left:
             log.warning("%d batches planned; mapping the first %d (core.max_map_length), the rest next run",
-                        len(batches), limit)  # fmt: skip
-            batches = batches[:limit]
+                        planned, limit)  # fmt: skip
+        log.info("batches %d to %d of %d mapped in this run (%d done before it, %d left after it)",
+                 share.done_before + 1, share.done, share.total, share.done_before, share.left)  # fmt: skip
+        if "ti" in context:
+            context["ti"].xcom_push(key=backfill.XCOM_KEY, value=share.to_dict())
         log.info(
             "%d new PDF(s) in %d batch(es); %d known, %d duplicate, %d still being written, %d refused",
             len(discovery.new), len(batches), len(discovery.known), len(discovery.duplicates),
@@ -277,16 +288,26 @@ class LoadOperator(ConfiguredOperator):
     :param config: the run's ``RunConfig`` dict (templated)
     :param batches: the assembled ``Batch`` dicts (templated)
     :param kb_asset: the knowledge base's asset
+    :param progress: discover's ``BackfillProgress`` dict (templated): "N of M batches done" goes to
+        the log, the run's record (``backfill`` in its metrics, shown by the run report) and the event
     """
 
-    template_fields: Sequence[str] = ("config", "batches")
+    template_fields: Sequence[str] = ("config", "batches", "progress")
 
-    def __init__(self, *, batches: Sequence[dict[str, Any]], kb_asset: Asset, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        batches: Sequence[dict[str, Any]],
+        kb_asset: Asset,
+        progress: dict[str, int] | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("pool", "chandra_ocr_loader")
         kwargs["outlets"] = [*kwargs.get("outlets", []), kb_asset]
         super().__init__(**kwargs)
         self.batches = batches
         self.kb_asset = kb_asset
+        self.progress = progress
 
     def execute(self, context: Context) -> dict[str, Any]:
         cfg = self.run_config
@@ -298,6 +319,9 @@ class LoadOperator(ConfiguredOperator):
         started = datetime.fromisoformat(cfg.started_at) if cfg.started_at else datetime.now(UTC)
         pages = pages_read(batches)
         metrics = run_metrics(batches)
+        share = backfill.BackfillProgress(**self.progress) if self.progress else None
+        if share is not None:
+            metrics["backfill"] = share.line()
         progress = Progress("load", pages, log, total_docs=len(docs))
 
         def record() -> RunRecord:  # made once the rows are in, so that it times the load
@@ -313,5 +337,8 @@ class LoadOperator(ConfiguredOperator):
             statuses[doc.status or "unknown"] = statuses.get(doc.status or "unknown", 0) + 1
         summary: dict[str, Any] = {"kb": cfg.kb, "run_id": context["run_id"], "documents": statuses,
                    "pages": loaded["pages"], "chunks": loaded["chunks"]}  # fmt: skip
+        if share is not None:
+            log.info("loaded: %s", share.line())
+            summary["backfill"] = share.line()
         context["outlet_events"][self.kb_asset].extra = summary
         return summary
