@@ -43,7 +43,9 @@ def _tier(f: DataFile) -> int | None:
 
 def _pack(files: list[DataFile]) -> list[list[DataFile]]:
     """Consecutive groups of ``files`` of at most ``TARGET_BYTES`` in all (a larger file alone)."""
-    groups, group, size = [], [], 0
+    groups: list[list[DataFile]] = []
+    group: list[DataFile] = []
+    size = 0
     for f in files:
         if group and size + f.bytes > TARGET_BYTES:
             groups.append(group)
