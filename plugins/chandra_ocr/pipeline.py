@@ -27,12 +27,14 @@ from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine, reads_images
 from chandra_ocr.pdf.compress import CompressResult, compress_pdf
 from chandra_ocr.pdf.discover import Discovery, discover
+from chandra_ocr.pdf.sources import LocalSource, ObjectSource
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.duckdb_store import (
     RunRecord,
     document_versions,
+    forget_documents,
     known_documents,
     load_documents,
 )
@@ -71,15 +73,40 @@ class RunSummary:
 LOAD_PAGES = 1000
 
 
-def discover_new(source: str | Path, layout: KbLayout, options: IngestOptions, **filters) -> Discovery:
-    """New PDFs under ``source``; with ``reprocess``, also those ingested under an older pipeline version."""
+def discover_new(
+    source: str | Path | LocalSource | ObjectSource, layout: KbLayout, options: IngestOptions, **filters
+) -> Discovery:
+    """New PDFs under ``source``; with ``reprocess``, also those ingested under an older pipeline version.
+
+    Entries unchanged since the KB's source entries table saw them are not read (``rehash`` reads all)."""
     known = known_documents(layout)
     if options.reprocess:
         current = {
             d for d, (version, _model) in document_versions(layout).items() if version == PIPELINE_VERSION
         }
         known = {d: uri for d, uri in known.items() if d in current}
-    return discover(source, known, settle_seconds=options.pdf.settle_seconds, **filters)
+    return discover(
+        source,
+        known,
+        settle_seconds=options.pdf.settle_seconds,
+        layout=layout,
+        rehash=options.rehash,
+        **filters,
+    )
+
+
+def after_load(layout: KbLayout, docs: list[DocRef]) -> None:
+    """Once documents are loaded: forget the older documents they replaced at the same location (their
+    chunks get tombstones), and delete the work-area copies of remote sources."""
+    replaced = sorted({d.replaces for d in docs if d.replaces} - {d.doc_id for d in docs})
+    if replaced:
+        log.info(
+            "%d document(s) replaced at their source location: forgetting the old version", len(replaced)
+        )
+        forget_documents(layout, replaced)
+    for doc in docs:
+        if doc.local:
+            Path(doc.local).unlink(missing_ok=True)
 
 
 def _count_pages(path: str) -> int:
@@ -91,8 +118,8 @@ def _count_pages(path: str) -> int:
 
 def plan(discovery: Discovery, options: IngestOptions, workers: PdfWorkers) -> list[Batch]:
     """Batches of about ``options.batch_pages`` pages (page counts read in workers, time-limited)."""
-    docs = [DocRef(f.doc_id, f.path, f.bytes) for f in discovery.new]
-    futures = [workers.submit(_count_pages, d.source, timeout=30.0) for d in docs]
+    docs = [DocRef(f.doc_id, f.path, f.bytes, local=f.local, replaces=f.replaces) for f in discovery.new]
+    futures = [workers.submit(_count_pages, d.readable, timeout=30.0) for d in docs]
     progress = Progress("plan: counting pages", 0, log, total_docs=len(docs))
     for doc, fut in zip(docs, workers.in_order(futures, "page count"), strict=True):
         try:
@@ -115,7 +142,7 @@ def compress_batch(
     """
     progress = Progress(f"compress {batch.batch_id}", _pages(batch), log, total_docs=len(batch.docs))
     pdf = options.pdf
-    args = [(Path(d.source), layout.compressed_pdf(d.doc_id)) for d in batch.docs]
+    args = [(Path(d.readable), layout.compressed_pdf(d.doc_id)) for d in batch.docs]
     job = partial(
         compress_pdf,
         min_dpi=pdf.ocr_dpi,
@@ -133,7 +160,7 @@ def compress_batch(
         results = (_result_or_none(f) for f in workers.in_order(futures, "compress"))
     for doc, result in zip(batch.docs, results, strict=True):
         kept = result if result is not None and result.kept else None
-        doc.work_pdf = kept.output if kept else doc.source
+        doc.work_pdf = kept.output if kept else doc.readable
         doc.compressed_bytes = kept.bytes_after if kept else None
         doc.compress_method = kept.method if kept else "none"
         progress.add(pages=doc.n_pages, docs=1)
@@ -259,6 +286,7 @@ def load_batches(
         return run()  # type: ignore[misc]
 
     counts = load_documents(layout, docs, record if run is not None else None)
+    after_load(layout, [d for b in batches for d in b.docs])
     progress.add(pages=pages, docs=len(docs))
     share(progress.done())
     return counts
@@ -287,7 +315,11 @@ def load_groups(batches: list[Batch]) -> list[list[Batch]]:
 
 
 def run(
-    source: str | Path, kb_dir: str | Path, options: IngestOptions, engine: OcrEngine | None = None, **filters
+    source: str | Path | LocalSource | ObjectSource,
+    kb_dir: str | Path,
+    options: IngestOptions,
+    engine: OcrEngine | None = None,
+    **filters,
 ) -> RunSummary:
     """Ingest new PDFs from ``source`` into the knowledge base at ``kb_dir``, end to end, in this process."""
     started, t0 = datetime.now(UTC), time.monotonic()

@@ -26,6 +26,7 @@ from chandra_ocr.airflow.settings import (
     check_run_paths,
     resolve_run_config,
 )
+from chandra_ocr.airflow.sources import run_source
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.extract import extract_batch
@@ -34,7 +35,15 @@ from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.ocr.registry import build_engine, resolve_kind
 from chandra_ocr.passwords import PasswordBook, parse_passwords
 from chandra_ocr.pdf.discover import recent_note
-from chandra_ocr.pipeline import assemble_batch, compress_batch, discover_new, plan, watching, worker_pool
+from chandra_ocr.pipeline import (
+    after_load,
+    assemble_batch,
+    compress_batch,
+    discover_new,
+    plan,
+    watching,
+    worker_pool,
+)
 from chandra_ocr.preflight import check_fallbacks
 from chandra_ocr.progress import Progress
 from chandra_ocr.store.duckdb_store import RunRecord, load_documents
@@ -114,7 +123,7 @@ class DiscoverOperator(ConfiguredOperator):
         allow_worker_processes()
         cfg = self.run_config
         options = cfg.ingest_options()
-        discovery = discover_new(cfg.source, cfg.layout(), options, **cfg.filters())
+        discovery = discover_new(run_source(cfg), cfg.layout(), options, **cfg.filters())
         with watching(options), worker_pool(options) as workers:
             batches = plan(discovery, options, workers)
         limit = self.max_batches or conf.getint("core", "max_map_length")
@@ -129,6 +138,9 @@ class DiscoverOperator(ConfiguredOperator):
         )  # fmt: skip
         for path, reason in discovery.refused:
             log.warning("refused %s: %s", path, reason)
+        if discovery.gone:
+            log.warning("%d source entries seen before are gone (their documents stay in the KB): %s",
+                        len(discovery.gone), ", ".join(discovery.gone[:5]))  # fmt: skip
         how = f"settle_seconds 0 (Variable {VARIABLE!r} or $CHANDRA_OCR_SETTLE_SECONDS)"
         note = recent_note(discovery.recent, options.pdf.settle_seconds, how)
         if note:
@@ -303,6 +315,7 @@ class LoadOperator(ConfiguredOperator):
             return RunRecord(context["run_id"], started, datetime.now(UTC), len(docs), pages, metrics)
 
         loaded = load_documents(cfg.layout(), [d.doc_id for d in docs], record)
+        after_load(cfg.layout(), docs)
         progress.add(pages=pages, docs=len(docs))
         progress.done()
         statuses: dict[str, int] = {}
