@@ -31,3 +31,12 @@ def corpus() -> Path:
 def samples() -> Path:
     """The small permissively licensed sample PDFs bundled with the repo."""
     return SAMPLES
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """One S3 emulator (moto's standalone server on 127.0.0.1, tests/s3_server.py) per pytest session."""
+    from s3_server import s3_server
+
+    with s3_server() as server:
+        yield server

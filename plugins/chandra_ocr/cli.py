@@ -199,6 +199,8 @@ def _print_discovery(d, settle_seconds: float) -> None:
         f"found {len(d.new)} new, {len(d.known)} already ingested, {len(d.duplicates)} duplicates, "
         f"{len(d.recent)} still being written, {len(d.refused)} refused"
     )
+    print(f"  {d.unchanged} unchanged since the last run (not read), {d.hashed} read and hashed "
+          f"({d.bytes_read} bytes)")  # fmt: skip
     for path, other in ((f.path, first) for f, first in d.duplicates):
         print(f"  duplicate: {path} (same bytes as {other})")
     for path, reason in d.refused:
