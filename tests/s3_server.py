@@ -92,4 +92,3 @@ def s3_server(ready_s: float = 60.0) -> Iterator[S3Server]:
         yield S3Server(endpoint, key["AccessKeyId"], key["SecretAccessKey"])
     finally:
         stop_process_group(proc, grace_s=10)
-

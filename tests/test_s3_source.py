@@ -52,8 +52,8 @@ def archive(s3, bucket):
     """A bucket prefix with N_PDFS one-page PDFs and a few objects discovery must pass by."""
     client = s3.client()
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: client.put_object(
-            Bucket=BUCKET, Key=f"big/{i // 100:02d}/doc-{i:05d}.pdf", Body=pdf_bytes(i)), range(N_PDFS)))  # fmt: skip
+        keys = [(f"big/{i // 100:02d}/doc-{i:05d}.pdf", i) for i in range(N_PDFS)]
+        list(pool.map(lambda k: client.put_object(Bucket=BUCKET, Key=k[0], Body=pdf_bytes(k[1])), keys))
     client.put_object(Bucket=BUCKET, Key="big/notes.txt", Body=b"not a pdf")
     client.put_object(Bucket=BUCKET, Key="big/.hidden/doc.pdf", Body=pdf_bytes(-1))
     return f"s3://{BUCKET}/big"
@@ -98,8 +98,9 @@ def test_replaced_and_deleted_objects(s3, bucket, tmp_path):
     done = ingest(s3, kb, url)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "found 1 new, 1 already ingested" in done.stdout
-    assert f"gone from the source since the last run (kept in the KB; `forget` removes them): {url}/d2.pdf" in (
-        done.stdout
+    assert (
+        f"gone from the source since the last run (kept in the KB; `forget` removes them): {url}/d2.pdf"
+        in (done.stdout)
     )
     rows = kb_rows(kb, "SELECT doc_id, n_pages FROM documents WHERE source_uri = ?", f"{url}/d0.pdf")
     assert len(rows) == 1 and rows[0][0] != old_id and rows[0][1] == 1  # re-ingested, the old one gone
@@ -135,7 +136,8 @@ def test_object_deleted_between_discovery_and_extraction(s3, bucket, tmp_path, m
             assemble_batch(batch, layout, options, "r1", workers)
     load_batches(batches, layout)
     assert dict(kb_rows(layout.root, "SELECT source_uri, status FROM documents")) == {
-        f"{url}/v0.pdf": "ingested", f"{url}/v1.pdf": "ingested"
+        f"{url}/v0.pdf": "ingested",
+        f"{url}/v1.pdf": "ingested",
     }
     assert not any(Path(d.local).exists() for b in batches for d in b.docs if d.local)
     later = discover_new(ObjectSource(url), layout, options)
