@@ -85,7 +85,7 @@ def discover(
     if src.remote and layout is None:
         raise ValueError("a remote source needs the knowledge base's layout (its work area)")
     now = time.time() if now is None else now
-    known_paths = {doc_id: _resolved(path) for doc_id, path in known.items()}
+    known_paths = dict(known)  # as discovery recorded them (resolved); resolved again only on a mismatch
     at_location = {path: doc_id for doc_id, path in known_paths.items()}
     cache = read_entries(layout) if layout is not None else {}
     entries = dict(cache)
@@ -129,7 +129,7 @@ def discover(
             result.new.append(SourceFile(found.path, doc_id, found.bytes, found.mtime, local, old))
             new_ids.add(doc_id)
             continue
-        elif known_paths[doc_id] == found.path:
+        elif found.path == known_paths[doc_id] or found.path == _resolved(known_paths[doc_id]):
             result.known.append(found)
         else:
             result.duplicates.append((found, known_paths[doc_id]))
@@ -226,11 +226,14 @@ def candidates(source: str) -> Iterator[tuple[str, str | None]]:
         yield source, "not a folder, and no glob pattern"
         return
     root_real = Path(os.path.realpath(root))
-    yield from _walk(root, root_real, {str(root_real)})
+    yield from _walk(root, root_real, root_real, {str(root_real)})
 
 
-def _walk(folder: Path, root_real: Path, visited: set[str]) -> Iterator[tuple[str, str | None]]:
-    """Depth-first, name-sorted walk; links are followed only while they stay under ``root_real``."""
+def _walk(
+    folder: Path, folder_real: Path, root_real: Path, visited: set[str]
+) -> Iterator[tuple[str, str | None]]:
+    """Depth-first, name-sorted walk; links are followed only while they stay under ``root_real``.
+    ``folder_real`` is ``folder`` resolved: only symlinks are resolved entry by entry."""
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as e:
@@ -240,7 +243,7 @@ def _walk(folder: Path, root_real: Path, visited: set[str]) -> Iterator[tuple[st
         if entry.name.startswith("."):
             continue  # hidden files and folders (e.g. macOS "._x.pdf" resource forks) are not documents
         is_pdf = entry.name.lower().endswith(".pdf")
-        real = Path(os.path.realpath(entry.path))
+        real = Path(os.path.realpath(entry.path)) if entry.is_symlink() else folder_real / entry.name
         if entry.is_symlink() and (is_pdf or entry.is_dir()) and not real.is_relative_to(root_real):
             yield entry.path, f"symlink leads outside the source root (to {real})"
         elif entry.is_symlink() and is_pdf and not real.exists():
@@ -248,7 +251,7 @@ def _walk(folder: Path, root_real: Path, visited: set[str]) -> Iterator[tuple[st
         elif entry.is_dir():
             if str(real) not in visited:
                 visited.add(str(real))
-                yield from _walk(Path(entry.path), root_real, visited)
+                yield from _walk(Path(entry.path), real, root_real, visited)
         elif is_pdf and entry.is_file():
             yield str(real), None
 
