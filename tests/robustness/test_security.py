@@ -106,6 +106,7 @@ FIXED_SQL_PARTS = {
     "where",  # a constant WHERE clause
     "picks",  # table_view: c0, c1, ... aliases over int column numbers
     "COLUMNS",  # vector index: a constant column list
+    "_COLUMNS",  # vector/chunk_records: a constant column list (FIELDS)
     "dim",  # embedding dimension (int)
 }
 
