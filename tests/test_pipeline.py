@@ -160,7 +160,8 @@ def test_duplicates_are_reported_not_reprocessed(tmp_path, samples):
     assert kb_rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(1,)]
 
 
-def _long_pdf(path: Path, pages: int) -> None:
+def _long_pdf(path: Path, pages: int, scan: Path | None = None) -> None:
+    """``pages`` pages of born-digital text, then the pages of ``scan`` (a scanned PDF) if given."""
     import pymupdf
 
     with pymupdf.open() as doc:
@@ -168,6 +169,9 @@ def _long_pdf(path: Path, pages: int) -> None:
             page = doc.new_page()
             for line in range(40):
                 page.insert_text((50, 60 + 17 * line), f"Page {n} line {line}: born-digital text to chunk.")
+        if scan is not None:
+            with pymupdf.open(scan) as scanned:
+                doc.insert_pdf(scanned)
         doc.save(path)
 
 
@@ -177,16 +181,11 @@ def test_a_document_whose_assembly_times_out_is_quarantined_and_the_batch_goes_o
     reason, and the batch goes on: its other document loads."""
     import dataclasses
 
-    import pymupdf
-
     from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, RunContext, build_run_engine
 
     src = tmp_path / "in"
     src.mkdir()
-    _long_pdf(tmp_path / "long.pdf", 400)
-    with pymupdf.open(tmp_path / "long.pdf") as doc, pymupdf.open(samples / "scanned_memo.pdf") as scan:
-        doc.insert_pdf(scan)
-        doc.save(src / "long.pdf")
+    _long_pdf(src / "long.pdf", 400, scan=samples / "scanned_memo.pdf")
     shutil.copy(samples / "report.pdf", src)  # born-digital: written by the extract stage
     options = IngestOptions(
         engine="cpu",

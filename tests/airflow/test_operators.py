@@ -120,7 +120,6 @@ def test_assemble_task_quarantines_a_document_whose_assembly_times_out(tmp_path,
     """The production path has the CLI's protection: the assemble task assembles each document in a
     limited PDF worker, so one that cannot be assembled in time is quarantined with the reason and
     the task (the batch) goes on to the load."""
-    import pymupdf
     from airflow.sdk.execution_time.context import OutletEventAccessors
     from test_pipeline import _long_pdf
 
@@ -136,10 +135,7 @@ def test_assemble_task_quarantines_a_document_whose_assembly_times_out(tmp_path,
     # than the limit below (pebble checks limits every 0.1 s, so a short assembly could slip through).
     src = tmp_path / "in"
     src.mkdir()
-    _long_pdf(tmp_path / "long.pdf", 400)
-    with pymupdf.open(tmp_path / "long.pdf") as doc, pymupdf.open(samples / "scanned_memo.pdf") as scan:
-        doc.insert_pdf(scan)
-        doc.save(tmp_path / "long_with_scan.pdf")
+    _long_pdf(tmp_path / "long_with_scan.pdf", 400, scan=samples / "scanned_memo.pdf")
     src = landing(src, {"memo": tmp_path / "long_with_scan.pdf"})
     params = {"source": str(src), "kb": str(tmp_path / "kb"), "engine": "cpu"}
     options = {"pdf": {"compress": False, "native_tables": False}, "engine_options": {"dpi": 100}}
