@@ -26,12 +26,11 @@ from chandra_ocr.document import ExtractRecord, Page, PageRequest, PageTriage
 from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.pdf.passwords import PasswordBook, load_passwords
+from chandra_ocr.pdf.passwords import load_passwords
 from chandra_ocr.pdf.triage import DocumentTriage, triage_document
-from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
-from chandra_ocr.stages.fallback import RENDER_FAILED, FailedPage, ocr_page, run_fallbacks
+from chandra_ocr.stages.fallback import RENDER_FAILED, FailedPage, Reading, ocr_page, run_fallbacks
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.layout import KbLayout
 
@@ -81,19 +80,13 @@ class Extract:
     def __call__(self, batch: Batch) -> Batch:
         started = time.monotonic()
         ctx, engine = self.ctx, self.ctx.ocr
-        layout, options = ctx.layout, ctx.options
-        key = engine_key(engine)
-        secrets = _batch_passwords(batch, options.pdf, ctx.passwords)
-        finish = Finish(options, engine.name, engine.model, ctx.run_id)
-        failed: list[FailedPage] = []
         with ctx.pool() as workers:
-            pending = _triage_all(batch, layout, options, engine, workers, key, secrets, finish)
-            n_ocr = _read_ocr_pages(
-                batch.batch_id, pending, layout, options, engine, workers, key, secrets, failed
-            )
-            run_fallbacks(failed, layout, options, engine, key, workers, secrets)
+            reading = Reading(ctx, workers, engine_key(engine), _batch_passwords(batch, ctx))
+            pending = _triage_all(reading, batch)
+            n_ocr = _read_ocr_pages(reading, batch.batch_id, pending)
+            run_fallbacks(reading)
         batch.engine, batch.model = engine.name, engine.model
-        batch.counts = {"ocr_pages": n_ocr, "fallback_pages": len(failed)} | {
+        batch.counts = {"ocr_pages": n_ocr, "fallback_pages": len(reading.failed)} | {
             "quarantined": sum(1 for d in batch.docs if d.status == "quarantined")
         }
         batch.engine_metrics = engine.metrics()
@@ -101,38 +94,30 @@ class Extract:
         return batch
 
 
-def _batch_passwords(batch: Batch, pdf: PdfOptions, book: PasswordBook | None) -> dict[str, str]:
+def _batch_passwords(batch: Batch, ctx: RunContext) -> dict[str, str]:
     """doc_id → password for the batch's documents that have one."""
-    if book is None and pdf.passwords_file:
-        book = load_passwords(pdf.passwords_file)
+    book = ctx.passwords
+    if book is None and ctx.options.pdf.passwords_file:
+        book = load_passwords(ctx.options.pdf.passwords_file)
     return book.for_documents((d.doc_id, d.source) for d in batch.docs) if book else {}
 
 
-def _read_ocr_pages(
-    batch_id: str,
-    pending: list[_Pending],
-    layout: KbLayout,
-    options: IngestOptions,
-    engine: OcrEngine,
-    workers: PdfWorkers,
-    key: str,
-    passwords: dict[str, str],
-    failed: list[FailedPage],
-) -> int:
-    """Stream the OCR-route pages without a checkpoint through ``engine``; returns how many there were."""
+def _read_ocr_pages(reading: Reading, batch_id: str, pending: list[_Pending]) -> int:
+    """Stream the OCR-route pages without a checkpoint through the run's engine; returns their count."""
     todo = [
         (p, pt)
         for p in pending
         for pt in p.pages.values()
-        if pt.route == "ocr" and checkpoints.read_page(layout, p.doc.doc_id, pt.page_no, key) is None
+        if pt.route == "ocr" and reading.checkpointed(p.doc.doc_id, pt.page_no) is None
     ]
     progress = Progress(f"extract {batch_id}", len(todo), log)
     total = len(todo)
     while todo:
         try:
-            _stream(todo, layout, options, engine, workers, key, passwords, failed, progress)
+            _stream(reading, todo, progress)
             break
         except EngineOutOfMemoryError as e:
+            engine = reading.ctx.ocr
             budget = engine.in_flight_pages or 0
             if budget <= 1:
                 raise
@@ -140,41 +125,31 @@ def _read_ocr_pages(
             log.warning(
                 "engine out of memory (%s); in-flight budget %d → %d, resuming", e, budget, budget // 2
             )
-            gone = {f.key for f in failed}
+            gone = {f.key for f in reading.failed}
             todo = [
                 (p, pt)
                 for p, pt in todo
-                if (p.doc.doc_id, pt.page_no) not in gone
-                and checkpoints.read_page(layout, p.doc.doc_id, pt.page_no, key) is None
+                if (key := (p.doc.doc_id, pt.page_no)) not in gone and reading.checkpointed(*key) is None
             ]
     progress.done()
     return total
 
 
-def _stream(
-    todo: list[tuple[_Pending, PageTriage]],
-    layout: KbLayout,
-    options: IngestOptions,
-    engine: OcrEngine,
-    workers: PdfWorkers,
-    key: str,
-    passwords: dict[str, str],
-    failed: list[FailedPage],
-    progress: Progress,
-) -> None:
+def _stream(reading: Reading, todo: list[tuple[_Pending, PageTriage]], progress: Progress) -> None:
     """One pass of ``todo`` through the engine: rendered in the workers, results checkpointed."""
+    ctx, engine, failed = reading.ctx, reading.ctx.ocr, reading.failed
     by_id = {p.doc.doc_id: p for p, _ in todo}
     requests = (
         PageRequest(p.doc.doc_id, pt.page_no, p.pdf_path, pt.width_pt, pt.height_pt) for p, pt in todo
     )
 
     def rendered() -> Iterator[PageRequest]:
-        stream = workers.render_stream(
+        stream = reading.workers.render_stream(
             requests,
             engine.render_spec,
-            timeout=options.pdf.page_timeout_s,
+            timeout=ctx.options.pdf.page_timeout_s,
             window=_window(engine),
-            passwords=passwords,
+            passwords=reading.passwords,
         )
         for req, err in stream:
             if err is None:
@@ -189,7 +164,7 @@ def _stream(
         p = by_id[result.doc_id]
         pt = p.pages[result.page_no]
         if result.status == "ok":
-            checkpoints.write_page(layout, result.doc_id, ocr_page(pt, result), key)
+            checkpoints.write_page(ctx.layout, result.doc_id, ocr_page(pt, result), reading.key)
         else:
             why = result.error or f"finish_reason={result.finish_reason}"
             failed.append(FailedPage(p.doc.doc_id, p.pdf_path, pt, result, why))
@@ -201,17 +176,13 @@ def _window(engine: OcrEngine) -> int:
     return engine.in_flight_pages or 16
 
 
-def _triage_all(
-    batch: Batch,
-    layout: KbLayout,
-    options: IngestOptions,
-    engine: OcrEngine,
-    workers: PdfWorkers,
-    key: str,
-    passwords: dict[str, str],
-    finish: Finish,
-) -> list[_Pending]:
-    force = None if engine.reads_images else "text"
+def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
+    """Triage the batch's documents in the workers (those with a record under this key are not read
+    again); returns those with pages left for the engine."""
+    ctx, key = reading.ctx, reading.key
+    layout, options = ctx.layout, ctx.options
+    finish = Finish(options, ctx.ocr.name, ctx.ocr.model, ctx.run_id)
+    force = None if ctx.ocr.reads_images else "text"
     done: dict[str, ExtractRecord] = {}  # records checkpointed under this key by an earlier attempt
     todo: list[DocRef] = []
     for doc in batch.docs:
@@ -220,14 +191,14 @@ def _triage_all(
             done[doc.doc_id] = stored
         else:
             todo.append(doc)
-    jobs = [(layout, d, options.pdf, force, key, passwords.get(d.doc_id), finish) for d in todo]
+    jobs = [(layout, d, options.pdf, force, key, reading.passwords.get(d.doc_id), finish) for d in todo]
     sizes = [d.n_pages for d in todo]
-    submitted = workers.submit_largest_first(
+    submitted = reading.workers.submit_largest_first(
         triage_and_checkpoint, jobs, sizes, timeout=options.pdf.doc_timeout_s
     )
     triaging = {d.doc_id for d in todo}
     progress = Progress(f"triage {batch.batch_id}", sum(d.n_pages for d in todo), log, total_docs=len(todo))
-    finished = workers.in_order(submitted, "triage")
+    finished = reading.workers.in_order(submitted, "triage")
     pending = []
     for doc in batch.docs:
         if doc.doc_id in triaging:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from chandra_ocr.config import IngestOptions
 from chandra_ocr.document import Page, PageRequest, PageResult, PageStatus, PageTriage, RenderSpec
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.workers import PdfWorkers
+from chandra_ocr.stages.context import RunContext
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.layout import KbLayout
 
@@ -45,6 +45,23 @@ class FailedPage:
         return PageRequest(self.doc_id, pt.page_no, self.pdf_path, pt.width_pt, pt.height_pt)
 
 
+@dataclass
+class Reading:
+    """One batch's reading of pages, shared by the extract stage's steps and this chain: the run's
+    context, the pool it holds, the checkpoint key, the batch's passwords (doc_id → password) and
+    the pages the primary engine could not read."""
+
+    ctx: RunContext
+    workers: PdfWorkers
+    key: str
+    passwords: dict[str, str]
+    failed: list[FailedPage] = field(default_factory=list)
+
+    def checkpointed(self, doc_id: str, page_no: int) -> Page | None:
+        """The page's checkpoint under this key, if it has one."""
+        return checkpoints.read_page(self.ctx.layout, doc_id, page_no, self.key)
+
+
 def ocr_page(
     pt: PageTriage, result: PageResult, status: PageStatus = "ok", reason: str | None = None
 ) -> Page:
@@ -70,20 +87,14 @@ def ocr_page(
     )
 
 
-def run_fallbacks(
-    failed: list[FailedPage],
-    layout: KbLayout,
-    options: IngestOptions,
-    primary: OcrEngine,
-    key: str,
-    workers: PdfWorkers,
-    passwords: dict[str, str],
-) -> None:
-    """Checkpoint every page of ``failed``: as ``fallback`` when an engine of the chain reads it, else
-    as ``failed``. ``passwords``: doc_id → password of encrypted documents."""
+def run_fallbacks(reading: Reading) -> None:
+    """Checkpoint every page of ``reading.failed``: as ``fallback`` when an engine of the chain reads
+    it, else as ``failed``."""
     from chandra_ocr.ocr.registry import build_engine
 
-    left = list(failed)
+    ctx, primary, key = reading.ctx, reading.ctx.ocr, reading.key
+    options, passwords = ctx.options, reading.passwords
+    left = list(reading.failed)
     for kind in options.fallbacks:
         if not left or kind == primary.name:
             continue
@@ -98,27 +109,21 @@ def run_fallbacks(
             requests: Iterable[PageRequest] = [f.request() for f in todo]
         else:
             todo = [f for f in left if not f.reason.startswith(RENDER_FAILED)]
-            requests = _rendered(workers, [f.request() for f in todo], engine.render_spec, options, passwords)
+            requests = _rendered(reading, [f.request() for f in todo], engine.render_spec)
         try:
-            done = _read(engine, requests, {f.key: f for f in todo}, layout, key)
+            done = _read(engine, requests, {f.key: f for f in todo}, ctx.layout, key)
         finally:
             engine.close()
         left = [f for f in left if f.key not in done]
     for f in left:
-        _write_failed(f, layout, primary, key)
+        _write_failed(f, ctx.layout, primary, key)
 
 
-def _rendered(
-    workers: PdfWorkers,
-    requests: list[PageRequest],
-    spec: RenderSpec,
-    options: IngestOptions,
-    passwords: dict[str, str],
-) -> Iterator[PageRequest]:
+def _rendered(reading: Reading, requests: list[PageRequest], spec: RenderSpec) -> Iterator[PageRequest]:
     """The requests whose page rendered in the workers; the others are left out (they stay failed)."""
-    timeout = options.pdf.page_timeout_s
-    for request, error in workers.render_stream(
-        requests, spec, timeout=timeout, window=4, passwords=passwords
+    timeout = reading.ctx.options.pdf.page_timeout_s
+    for request, error in reading.workers.render_stream(
+        requests, spec, timeout=timeout, window=4, passwords=reading.passwords
     ):
         if error is None:
             yield request
