@@ -36,6 +36,7 @@ sys.path.insert(0, str(BENCH))
 import gpu_scheduling as gs  # noqa: E402  (page collection, rendering and the a/b/c modes)
 
 log = logging.getLogger("gpu_h200")
+PROFILE_DIR = Path(tempfile.gettempdir()) / "gpu_h200_profile"
 PRESET_OF_SHAPE = {"qwen2_5_vl_7b": "olmocr2", "chandra_ocr_2": "chandra2", "lightonocr_2_1b": "lightonocr2"}
 
 
@@ -90,8 +91,52 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
         extra_sampling={"ignore_eos": True},
         paging=args.paging,
         quantization=args.quantization,
+        kv_cache_dtype=args.kv_cache_dtype,
+        engine_args=profiler_args(args),
     )
     return BenchEngine(preset, options)
+
+
+def profiler_args(args: argparse.Namespace) -> dict[str, Any]:
+    """vLLM's own torch profiler in the engine process, for ``--profile-pages`` (idle until started)."""
+    if not args.profile_pages:
+        return {}
+    PROFILE_DIR.mkdir(parents=True, exist_ok=True)
+    config = {"profiler": "torch", "torch_profiler_dir": str(PROFILE_DIR), "torch_profiler_with_stack": False}
+    config |= {"ignore_frontend": True, "delay_iterations": args.profile_delay, "max_iterations": 200}
+    return {"profiler_config": config}
+
+
+def profile_split(args: argparse.Namespace, engine, images) -> dict[str, Any]:
+    """Where a page's time goes: ``--profile-pages`` pages with 1 output token (image encoder,
+    preprocessing and prefill only) against the same pages at full length, then vLLM's profiler over
+    200 engine steps of the full-length run after ``--profile-delay`` steps (decode, all prefills done);
+    its kernel table (self CUDA time) lands beside the job's JSON."""
+    pages = images[: args.profile_pages]
+    engine.warmup_max_tokens = 1
+    prefill = gs.measure(lambda: gs.raw_chat(engine, pages))
+    engine.warmup_max_tokens = None
+    full = gs.measure(lambda: gs.raw_chat(engine, pages))
+    engine._llm.start_profile()
+    profiled = gs.measure(lambda: gs.raw_chat(engine, pages))
+    engine._llm.stop_profile()
+    table = PROFILE_DIR / "profiler_out_0.txt"
+    deadline = time.monotonic() + 120
+    while not table.is_file() and time.monotonic() < deadline:
+        time.sleep(1)
+    kernels = table.read_text() if table.is_file() else ""
+    args.out.with_suffix(".profile.txt").write_text(kernels)
+    n = len(pages)
+    return {
+        "pages": n,
+        "prefill_only": prefill,
+        "full": full,
+        "profiled_run": profiled,
+        "prefill_s_per_page": round(prefill["wall_s"] / n, 4),
+        "decode_s_per_page": round((full["wall_s"] - prefill["wall_s"]) / n, 4),
+        "profile_window": {"delay_steps": args.profile_delay, "steps": 200},
+        "kernel_table_head": kernels.splitlines()[:45],
+    }
 
 
 def pages_and_images(args, pool, engine):
@@ -114,6 +159,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     engine.start()
     record: dict[str, Any] = {"job": "engine", "shape": args.shape, "engine_load_s": time.perf_counter() - t0}
     record |= {"paging_overrides": args.paging, "quantization": args.quantization}
+    record["kv_cache_dtype"] = args.kv_cache_dtype
     record["output_lengths"] = gs.length_summary(lengths) | {
         "source": str(args.lengths) if args.lengths else f"fixed {args.output_tokens}",
         "cap": engine.preset.sampling.max_tokens,
@@ -132,6 +178,9 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
             gs.from_images(engine, images[: args.warmup_pages])  # and the engine's own path
             engine.warmup_max_tokens = None
             record["warmup_s"] = round(time.perf_counter() - t0, 1)
+            if args.profile_pages:
+                record["profile"] = profile_split(args, engine, images)
+                save(record, args.out)
             modes = {
                 "a": lambda: gs.raw_chat(engine, images),
                 "b": lambda: gs.streamed(engine, pool, gs.fresh_requests(requests)),
@@ -314,6 +363,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--output-tokens", type=int, default=1000, help="exact output tokens per page")
     p.add_argument("--lengths", type=Path, default=None, help="page_lengths.json: per-page lengths from it")
     p.add_argument("--quantization", default=None, help="VllmOptions.quantization (fp8: online FP8)")
+    p.add_argument("--kv-cache-dtype", default="auto", help="VllmOptions.kv_cache_dtype (fp8: FP8 KV cache)")
+    p.add_argument("--profile-pages", type=int, default=0, help="time and profile this many pages first")
+    p.add_argument("--profile-delay", type=int, default=150, help="engine steps before the profiler records")
     p.add_argument("--repeats", type=int, default=2, help="interleaved runs of each mode (median counts)")
     p.add_argument("--warmup-pages", type=int, default=64)
     p.add_argument("--c-budget-s", type=float, default=None, help="mode (c) stops after the file past this")

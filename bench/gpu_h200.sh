@@ -7,9 +7,11 @@
 #   single: a one-GPU machine: the Qwen2.5-VL-7B shape, then Chandra 2
 # Issue 22, one H200, one command each, pages with the corpus's heavy-tailed lengths (bench/page_lengths.py):
 #   olmocr: the olmOCR-2 shape (Qwen2.5-VL-7B) in bf16, modes b a c on 1024 pages (> 2 x max_num_seqs)
-#   olmocr_fp8: the same with vLLM's online FP8 (--quantization fp8), modes b a
-#   lighton: LightOnOCR-2: the encoder profile, then modes b a c at exactly 1,000 output tokens with the
-#            Pixtral per-image plugin (needs transformers 5.16.1 first on PYTHONPATH: TF516=DIR)
+#   olmocr_fp8: the same with vLLM's online FP8 (--quantization fp8), modes b a (KV=fp8: FP8 KV cache too)
+#   lighton: LightOnOCR-2 on 704 pages (> 2 x max_num_seqs) at exactly 1,000 output tokens with the Pixtral
+#            per-image plugin (needs transformers 5.16.1 first on PYTHONPATH: TF516=DIR); PROFILE=N first
+#            splits N pages' time (prefill-only vs full) and profiles decode; KV=fp8 the FP8 KV cache;
+#            MICRO=1 the encoder-attention micro-benchmark (bench/lighton_profile.py) first
 #   chandra: Chandra 2, modes b a c
 # Usage (repo root, vLLM importable): bench/gpu_h200.sh PHASE OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
@@ -61,14 +63,17 @@ case $PHASE in
     job olmocr2_bf16 0 ${LIMIT:-560} engine $(shape qwen2_5_vl_7b) --pages 1024 $LENGTHS --modes b,a,c \
       --repeats ${REPEATS:-1} --c-budget-s 60 ;;
   olmocr_fp8)
-    job olmocr2_fp8 0 ${LIMIT:-560} engine $(shape qwen2_5_vl_7b) --pages 1024 $LENGTHS --modes b,a \
-      --repeats ${REPEATS:-1} --quantization fp8 ;;
-  lighton)
-    PYTHONPATH=${TF516:?transformers 5.16.1 folder}:$PYTHONPATH timeout 120 python3 bench/lighton_profile.py \
-      --model $M/lightonocr_2_1b --source $SRC --out "$OUTDIR/lighton_profile.json" >"$OUTDIR/lighton_profile.log" 2>&1
-    echo "lighton_profile rc=$?"
-    PYTHONPATH=$TF516:$(plugin_path):$PYTHONPATH job lightonocr2 0 ${LIMIT:-430} engine $(shape lightonocr_2_1b) --pages 1024 \
-      --output-tokens 1000 --modes b,a,c --repeats ${REPEATS:-1} --c-budget-s 50 ;;
+    job olmocr2_fp8${KV:+_kv$KV} 0 ${LIMIT:-560} engine $(shape qwen2_5_vl_7b) --pages 1024 $LENGTHS \
+      --modes ${MODES:-b,a} --repeats ${REPEATS:-1} --quantization fp8 --kv-cache-dtype ${KV:-auto} ;;
+  lighton)  # KV=fp8: FP8 KV cache; PROFILE=N: time N pages prefill-only vs full, vLLM's profiler over decode
+    if [ -n "${MICRO:-}" ]; then
+      PYTHONPATH=${TF516:?transformers 5.16.1 folder}:$PYTHONPATH timeout 120 python3 bench/lighton_profile.py \
+        --model $M/lightonocr_2_1b --source $SRC --out "$OUTDIR/lighton_profile.json" >"$OUTDIR/lighton_profile.log" 2>&1
+      echo "lighton_profile rc=$?"
+    fi
+    PYTHONPATH=${TF516:?transformers 5.16.1 folder}:$(plugin_path):$PYTHONPATH job lightonocr2${KV:+_kv$KV} 0 ${LIMIT:-430} \
+      engine $(shape lightonocr_2_1b) --pages ${PAGES:-704} --output-tokens 1000 --modes ${MODES:-b,a,c} \
+      --repeats ${REPEATS:-1} --c-budget-s 50 --kv-cache-dtype ${KV:-auto} ${PROFILE:+--profile-pages $PROFILE} ;;
   chandra)
     job chandra2 0 ${LIMIT:-580} engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes b,a,c \
       --repeats ${REPEATS:-1} --c-budget-s 50 ;;
