@@ -12,7 +12,8 @@ MuPDF's first use), which a fresh ``chandra-ingest`` pays once per process like 
 pymupdf4llm is measured once when installed (`pip install pymupdf4llm`), in a child process:
 importing it switches PyMuPDF features on for the whole process. The same is repeated (without
 pymupdf4llm) on ``--steady-pages`` pages, where a run's fixed cost (worker start, schema, load,
-run record) is spread over ten times more pages.
+run record) is spread over ten times more pages; that fixed cost itself is measured as the
+run over one 1-page document (``fixed_cost``).
 
 Files go under ``--work`` (default ``bench/.work``, not /tmp): on this machine /tmp sits on a
 journal-less ext4 where the test suite creates and deletes files by the thousand, and creating a
@@ -135,6 +136,17 @@ def measure(
     }
 
 
+def fixed_cost(sources: list[Path], workers: int, work: Path, repeats: int) -> dict:
+    """A run's fixed cost: the pipeline over one 1-page document, ``repeats`` times (median)."""
+    one = next(p for p in sources if pymupdf.open(p).page_count == 1)
+    src = work / "in"
+    src.mkdir(parents=True)
+    shutil.copy(one, src / one.name)
+    seconds = [pipeline(src, work / f"kb-{i}", workers, native_tables=True) for i in range(repeats)]
+    rounded = [round(x, 3) for x in seconds]
+    return {"document": one.name, "median_s": statistics.median(seconds), "seconds": rounded}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pages", type=int, default=200)
@@ -155,8 +167,10 @@ def main() -> None:
     # the files of a run deleted just before would slow the next run's file creation.
     args.work.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="born-digital-", dir=args.work))
+    load_at_start = os.getloadavg()[0]
     try:
         warm_up(sources, args.workers, work / "warm-up")
+        fixed = fixed_cost(sources, args.workers, work / "fixed", repeats=max(args.repeats, 5))
         runs = [
             measure(sources, args.pages, args.workers, work / "small", repeats=args.repeats, with_llm=True)
         ]
@@ -179,7 +193,9 @@ def main() -> None:
         "workers": args.workers,
         "repeats": args.repeats,
         "target_ratio": 0.5,
+        "fixed_cost": fixed,
         "runs": runs,
+        "load_average_at_start": load_at_start,
         "load_average_at_end": os.getloadavg()[0],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
