@@ -12,7 +12,8 @@
 #            per-image plugin (needs transformers 5.16.1 first on PYTHONPATH: TF516=DIR); PROFILE=N first
 #            splits N pages' time (prefill-only vs full) and profiles decode; KV=fp8 the FP8 KV cache;
 #            MICRO=1 the encoder-attention micro-benchmark (bench/lighton_profile.py) first
-#   chandra: Chandra 2, modes b a c
+#   chandra: Chandra 2, modes b a c (one 10-minute command holds the ~260 s start and one mode: MODES=b, then a,c)
+# MODES=m,m,... picks and orders the modes of any of these phases.
 # Usage (repo root, vLLM importable): bench/gpu_h200.sh PHASE OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
 set -u
@@ -60,7 +61,7 @@ case $PHASE in
     wait ;;
   olmocr)
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
-    job olmocr2_bf16 0 ${LIMIT:-560} engine $(shape qwen2_5_vl_7b) --pages 1024 $LENGTHS --modes b,a,c \
+    job olmocr2_bf16 0 ${LIMIT:-560} engine $(shape qwen2_5_vl_7b) --pages 1024 $LENGTHS --modes ${MODES:-b,a,c} \
       --repeats ${REPEATS:-1} --c-budget-s 60 ;;
   olmocr_fp8)
     job olmocr2_fp8${KV:+_kv$KV} 0 ${LIMIT:-560} engine $(shape qwen2_5_vl_7b) --pages 1024 $LENGTHS \
@@ -75,7 +76,7 @@ case $PHASE in
       engine $(shape lightonocr_2_1b) --pages ${PAGES:-704} --output-tokens 1000 --modes ${MODES:-b,a,c} \
       --repeats ${REPEATS:-1} --c-budget-s 50 --kv-cache-dtype ${KV:-auto} ${PROFILE:+--profile-pages $PROFILE} ;;
   chandra)
-    job chandra2 0 ${LIMIT:-580} engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes b,a,c \
+    job chandra2 0 ${LIMIT:-580} engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes ${MODES:-b,a,c} \
       --repeats ${REPEATS:-1} --c-budget-s 50 ;;
   two)
     job multi 0,1 230 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512

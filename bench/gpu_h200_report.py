@@ -3,7 +3,8 @@
 .venv/bin/python bench/gpu_h200_report.py RUN_DIR [RUN_DIR ...] --commands commands.json
 # issue 22's runs (varied lengths): added beside the fixed-length rows, which stay as they are
 .venv/bin/python bench/gpu_h200_report.py RUN_DIR [RUN_DIR ...] --varied --commands commands.json \\
-    --not-run "what did not run, and why" --profile RUN_DIR/lighton_profile.json
+    --not-run "what did not run, and why" [--note "a finding"] [--profile RUN_DIR/lighton_profile.json]
+# (presets measured by RUN_DIRS replace the section's; the others and the earlier commands stay)
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def engine_summary(job: dict[str, Any]) -> dict[str, Any]:
     if sweep and "b0" in rate:
         sizer = engine.get("in_flight_pages")
         tried = sweep | {sizer: rate["b0"]}
-        best = max(tried, key=tried.get)
+        best = max(tried, key=lambda k: tried[k])
         out["sweep"] = {
             "what": "pages in flight (the scheduler's running batch, ≤ max_num_seqs) on pre-rendered pages",
             "pages_per_s_by_in_flight": {str(k): v for k, v in sorted(tried.items())},
@@ -155,12 +156,27 @@ VARIED_TARGETS = {
 }
 
 
-def varied_section(jobs: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
-    """Issue 22's records: each preset's modes (jobs of one shape and precision merged), ratios, targets."""
-    presets: dict[str, Any] = {}
+def preset_key(job: dict[str, Any]) -> str:
+    """A varied-lengths preset: the shape, its weight quantization and a non-default KV cache dtype."""
+    key = job["shape"] + (f"_{job['quantization']}" if job.get("quantization") else "")
+    kv = job.get("kv_cache_dtype", "auto")
+    return key + (f"_kv{kv}" if kv != "auto" else "")
+
+
+def varied_section(
+    jobs: list[dict[str, Any]], args: argparse.Namespace, old: dict[str, Any]
+) -> dict[str, Any]:
+    """Issue 22's records: each preset's modes, ratios and targets. Presets this run's jobs measure replace
+    those of ``old`` (an earlier section, whose run folders may be gone); the rest are kept. Jobs of one
+    preset merge in file order: a later engine's mode wins (so a ratio pairs modes of one engine where the
+    last job ran both) and earlier engines' rates of that mode are kept beside it."""
+    presets: dict[str, Any] = dict(old.get("presets", {}))
+    fresh: set[str] = set()
     for job in jobs:
-        key = f"{job['shape']}{'_' + job['quantization'] if job.get('quantization') else ''}"
-        entry = presets.setdefault(key, {"modes": {}, "engines": []})
+        key = preset_key(job)
+        if key not in fresh:
+            presets[key], fresh = {"modes": {}, "engines": []}, fresh | {key}
+        entry = presets[key]
         entry["output_lengths"] = job["output_lengths"]
         entry["files"] = job.get("files")
         entry["engines"].append(
@@ -173,9 +189,17 @@ def varied_section(jobs: list[dict[str, Any]], args: argparse.Namespace) -> dict
                 for k in ("paging_plan", "kv_cache_tokens", "max_num_seqs", "in_flight_pages")
             }
         )
+        if "profile" in job:
+            entry["profile"] = job["profile"]
         for m in ("a", "b", "c", "b0"):
             if m in job:
-                entry["modes"][m] = per_page(job[m])
+                earlier = entry["modes"].get(m)
+                others = (
+                    earlier.get("other_engines_pages_per_s", []) + [earlier["pages_per_s"]] if earlier else []
+                )
+                entry["modes"][m] = per_page(job[m]) | (
+                    {"other_engines_pages_per_s": others} if others else {}
+                )
     found: dict[str, Any] = {}
     for key, entry in presets.items():
         rate = {m: v["pages_per_s"] for m, v in entry["modes"].items()}
@@ -185,17 +209,19 @@ def varied_section(jobs: list[dict[str, Any]], args: argparse.Namespace) -> dict
             entry["b_over_c"] = round(rate["b"] / rate["c"], 3)
         for ratio in ("b_over_a", "b_over_c"):
             found[f"{key}.{ratio}"] = (entry.get(ratio), VARIED_TARGETS[ratio])
-    bf16, fp8 = presets.get("qwen2_5_vl_7b", {}), presets.get("qwen2_5_vl_7b_fp8", {})
-    b16, b8 = bf16.get("modes", {}).get("b"), fp8.get("modes", {}).get("b")
-    found["qwen2_5_vl_7b.fp8_over_bf16"] = (
-        round(b8["pages_per_s"] / b16["pages_per_s"], 3) if b8 and b16 else None,
-        VARIED_TARGETS["fp8_over_bf16"],
-    )
-    lighton = presets.get("lightonocr_2_1b", {}).get("modes", {}).get("b")
-    found["lightonocr_2_1b.b_pages_per_s"] = (
-        lighton["pages_per_s"] if lighton else None,
-        VARIED_TARGETS["lightonocr_2_1b_pages_per_s"],
-    )
+    b16 = presets.get("qwen2_5_vl_7b", {}).get("modes", {}).get("b")
+    for key in [k for k in presets if k.startswith("qwen2_5_vl_7b_fp8")]:
+        b8 = presets[key]["modes"].get("b")
+        found[f"{key}.fp8_over_bf16"] = (
+            round(b8["pages_per_s"] / b16["pages_per_s"], 3) if b8 and b16 else None,
+            VARIED_TARGETS["fp8_over_bf16"],
+        )
+    for key in [k for k in presets if k.startswith("lightonocr_2_1b")]:
+        lighton = presets[key]["modes"].get("b")
+        found[f"{key}.b_pages_per_s"] = (
+            lighton["pages_per_s"] if lighton else None,
+            VARIED_TARGETS["lightonocr_2_1b_pages_per_s"],
+        )
     section: dict[str, Any] = {
         "what": "pages with per-page output lengths from the corpus's text-layer token counts "
         "(bench/results/page_lengths.json), capped by the preset's max_tokens, >= 2 x max_num_seqs pages; "
@@ -205,11 +231,15 @@ def varied_section(jobs: list[dict[str, Any]], args: argparse.Namespace) -> dict
         "targets": {
             k: {"value": v, "target": t, "met": None if v is None else v >= t} for k, (v, t) in found.items()
         },
+        "notes": args.note,
         "not_run": args.not_run,
-        "commands": json.loads(args.commands.read_text()),
+        "commands": old.get("commands", []) + json.loads(args.commands.read_text()),
     }
-    if args.profile:
-        section["lightonocr_2_1b_profile"] = json.loads(args.profile.read_text())
+    profile = args.profile or None
+    if profile:
+        section["lightonocr_2_1b_profile"] = json.loads(profile.read_text())
+    elif "lightonocr_2_1b_profile" in old:
+        section["lightonocr_2_1b_profile"] = old["lightonocr_2_1b_profile"]
     return section
 
 
@@ -219,20 +249,21 @@ def main() -> None:
     p.add_argument("--commands", type=Path, required=True, help="JSON list of the exact commands that ran")
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "gpu_h200.json")
     p.add_argument("--not-run", action="append", default=[], help="a part that did not run, and why")
+    p.add_argument("--note", action="append", default=[], help="a finding to record with the runs (--varied)")
     p.add_argument("--varied", action="store_true", help="issue 22's runs: add them beside the fixed rows")
     p.add_argument("--profile", type=Path, default=None, help="lighton_profile.json to include (--varied)")
     args = p.parse_args()
     jobs = {f.stem: json.loads(f.read_text()) for d in args.runs for f in sorted(d.glob("*.json"))}
     if args.varied:
-        report = json.loads(args.out.read_text())
-        report["fixed_length_rows"] = (
+        merged = json.loads(args.out.read_text())
+        merged["fixed_length_rows"] = (
             "'shapes', 'server', 'two_gpus' and 'targets' are the fixed-length runs (256-512 pages, exactly "
             "1,000 output tokens a page, 2026-11-30/12-01); 'varied_lengths' holds issue 22's runs"
         )
         engine_jobs = [j for j in jobs.values() if j.get("job") == "engine"]
-        report["varied_lengths"] = varied_section(engine_jobs, args)
-        args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
-        print(json.dumps(report["varied_lengths"]["targets"], indent=1))
+        merged["varied_lengths"] = varied_section(engine_jobs, args, merged.get("varied_lengths", {}))
+        args.out.write_text(json.dumps(merged, indent=1, default=str) + "\n")
+        print(json.dumps(merged["varied_lengths"]["targets"], indent=1))
         return
     gpus = next((d / "gpus.csv" for d in args.runs if (d / "gpus.csv").is_file()), None)
     report: dict[str, Any] = {
