@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     run = add("run", "ingest new PDFs from SOURCE (folder or glob) into the knowledge base")
     run.add_argument("source", help="a folder (searched recursively for *.pdf) or a quoted glob")
     run.add_argument(
-        "--kb", required=True, help="knowledge-base folder (Parquet shards + kb.duckdb), created if missing"
+        "--kb", required=True, help="knowledge-base folder (Parquet files + kb.duckdb), created if missing"
     )
     run.add_argument(
         "--engine", default=DEFAULTS.engine, choices=ENGINE_KINDS, help="engine for OCR-route pages"
@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _vector_parsers(add) -> None:
-    """The table, forget, feed and search subcommands."""
+    """The table, forget, compact, feed and search subcommands."""
     table = add("table", "print one table with its header as column names")
     table.add_argument("--kb", required=True)
     table.add_argument("doc", help="doc_id, a unique doc_id prefix, or the file name")
@@ -106,6 +106,9 @@ def _vector_parsers(add) -> None:
     forget = add("forget", "remove documents (rows, shards, exports; vectors on the next feed)")
     forget.add_argument("--kb", required=True)
     forget.add_argument("docs", nargs="+", help="doc_ids, unique doc_id prefixes, or file names")
+
+    compact = add("compact", "merge the Parquet files under KB/parquet/ and drop replaced or forgotten rows")
+    compact.add_argument("--kb", required=True)
 
     feed = add("feed", "export changed chunks to the outbox and apply them to the vector index")
     feed.add_argument("--kb", required=True)
@@ -289,6 +292,15 @@ def _cmd_forget(args: argparse.Namespace) -> int:
     return OK
 
 
+def _cmd_compact(args: argparse.Namespace) -> int:
+    from chandra_ocr.store.compact import compact_kb
+
+    counts = compact_kb(preflight.check_kb_exists(args.kb))
+    for table, (before, after) in counts.items():
+        print(f"{table}: {before} → {after} Parquet file(s)")
+    return OK
+
+
 def _cmd_feed(args: argparse.Namespace) -> int:
     from chandra_ocr.vector.consumer import ApplyCounts
     from chandra_ocr.vector.outbox import export_changes
@@ -353,6 +365,7 @@ COMMANDS = {
     "report": _cmd_report,
     "table": _cmd_table,
     "forget": _cmd_forget,
+    "compact": _cmd_compact,
     "feed": _cmd_feed,
     "search": _cmd_search,
 }

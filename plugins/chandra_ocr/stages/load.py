@@ -1,4 +1,5 @@
-"""Load stage: the written shards of some batches into DuckDB in one transaction, with the run's record."""
+"""Load stage: the written shards of some batches into the KB in one write session, with the run's record;
+after the run's last load, the Parquet files merged where a size tier has filled up."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from chandra_ocr.manifest import Batch, pages_read, run_metrics
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
+from chandra_ocr.store.compact import compact_if_due
 from chandra_ocr.store.duckdb_store import RunRecord, load_documents
 
 log = logging.getLogger(__name__)
@@ -19,12 +21,15 @@ class Load:
 
     Each batch's ``seconds["load"]`` gets its share of the load's time, by pages. With ``run``
     (the run's batches: all of them, these included), the run's record is stored in the same
-    transaction once the rows are in, so that it times this load too."""
+    session once the rows are in, so that it times this load too (``metrics`` added to its metrics),
+    and compaction follows in a session of its own: the load is published, and visible, first."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
-    def __call__(self, batches: list[Batch], run: list[Batch] | None = None) -> dict[str, int]:
+    def __call__(
+        self, batches: list[Batch], run: list[Batch] | None = None, metrics: dict[str, Any] | None = None
+    ) -> dict[str, int]:
         pages = sum(b.pages for b in batches)
         docs = [d.doc_id for b in batches for d in b.docs]
         progress = Progress(f"load {len(batches)} batch(es)", pages, log, total_docs=len(docs))
@@ -35,11 +40,15 @@ class Load:
 
         def record() -> RunRecord:
             share(progress.elapsed())
-            return run_record(self.ctx, run or batches)
+            made = run_record(self.ctx, run or batches)
+            made.metrics.update(metrics or {})
+            return made
 
         counts = load_documents(self.ctx.layout, docs, record if run is not None else None)
         progress.add(pages=pages, docs=len(docs))
         share(progress.done())
+        if run is not None and any(b.docs for b in run):
+            compact_if_due(self.ctx.layout)
         return counts
 
 
