@@ -16,11 +16,12 @@ and read call, the copy of kb.duckdb included), the Parquet files under kb/parqu
 of kb.duckdb after the load, whether the compaction a run does after its load (``compact_if_due``,
 in a write session of its own, after the load is published) had work to do, and its time and I/O
 (``compaction_s``, not part of ``ingest_s``), the median latency of one ``table_search`` query (a
-new read-only connection, 3 tries), and the slowest connect + ``count(*)`` of a reader process that connects
-in a loop during the load. A second process holds a read-only connection on kb.duckdb for the
-whole run and must still answer at the end. The baseline: at each size, right before, the same
-staged shards are loaded into an empty KB (``ingest_vs_empty_kb``; the shared 2 cores make loads
-minutes apart vary more than the KB's size does); ``ingest_vs_first_step`` compares with size 0.
+new read-only connection, 3 tries), and the slowest connect (``slowest_connect_s``) and connect +
+``count(*)`` (``slowest_s``) of a reader process that connects in a loop during the load. A
+second process holds a read-only connection on kb.duckdb for the whole run and must still answer
+at the end. The baseline: at each size, right before, the same staged shards are loaded into an
+empty KB (``ingest_vs_empty_kb``; the shared 2 cores make loads minutes apart vary more than the
+KB's size does); ``ingest_vs_first_step`` compares with size 0.
 
 Then ``--nights`` loads of ``--night-docs`` staged documents each go into a new KB (the nightly
 case): the most Parquet files any table had after any night, and the first and last load times.
@@ -47,7 +48,7 @@ import pyarrow.compute as pc
 
 from chandra_ocr.document import Block, Chunk, Document, Page, Table, TableCell
 from chandra_ocr.store.compact import compact_if_due
-from chandra_ocr.store.dataset import next_gen, write_file
+from chandra_ocr.store.dataset import add_files, next_gen, write_file
 from chandra_ocr.store.duckdb_store import connect, known_documents, load_documents
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.parquet import to_arrow, write_shards
@@ -139,7 +140,7 @@ def grow_synthetic(layout: KbLayout, start: int, stop: int) -> None:
                 big = big.set_column(big.schema.get_field_index("chunk_id"), "chunk_id", unique)
             session.con.register("synthetic", big)
             query = f"SELECT * {_UNIQUE_TEXT.get(table, '')} FROM synthetic ORDER BY doc_id"
-            write_file(session.con, layout, table, query, gen)
+            add_files(session.con, [write_file(session.con, layout, table, query, gen)])
             session.con.unregister("synthetic")
 
 
@@ -159,15 +160,17 @@ def _io() -> dict[str, int]:
 _PROBE = """
 import duckdb, json, os, sys, time
 path, stop = sys.argv[1], sys.argv[2]
-slowest, n, counts = 0.0, 0, set()
+slowest, slowest_connect, n, counts = 0.0, 0.0, 0, set()
 while not os.path.exists(stop) or n == 0:
     t0 = time.perf_counter()
     con = duckdb.connect(path, read_only=True)
+    slowest_connect = max(slowest_connect, time.perf_counter() - t0)
     counts.add(con.execute("SELECT count(*) FROM documents").fetchall()[0][0])
     con.close()
     slowest = max(slowest, time.perf_counter() - t0)
     n += 1
-print(json.dumps({"connects": n, "slowest_s": slowest, "counts_seen": sorted(counts)}))
+print(json.dumps({"connects": n, "slowest_connect_s": slowest_connect, "slowest_s": slowest,
+                  "counts_seen": sorted(counts)}))
 """
 
 

@@ -20,6 +20,7 @@ import time
 from chandra_ocr.store.dataset import (
     FILE_PREFIX,
     DataFile,
+    add_files,
     data_files,
     live_rows_sql,
     newest_mark,
@@ -87,10 +88,12 @@ def compact(session: WriteSession, *, full: bool = False) -> dict[str, tuple[int
     counts = {}
     for table in SHARD_TABLES:
         files = data_files(con, table)
+        written = []
         for part, group in enumerate(_plan(session, files, full)):
             query = f"SELECT * FROM ({live_rows_sql(layout, group, newest)}) ORDER BY doc_id"
-            write_file(con, layout, table, query, gen, part)
+            written.append(write_file(con, layout, table, query, gen, part))
             retire(con, group)
+        add_files(con, written)
         counts[table] = (len(files), len(data_files(con, table)))
     if full:
         con.execute("DELETE FROM kb_superseded")  # no file holds a superseded row any more

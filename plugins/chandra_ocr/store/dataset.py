@@ -109,16 +109,18 @@ def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
     (from ``kb_files`` and the KB folder) are escaped string literals.
     """
     files, newest = data_files(con), newest_mark(con)
+    views = []
     for table in SHARD_TABLES:  # fixed identifiers
         mine = [f for f in files if f.table == table]
         view_sql = live_rows_sql(layout, mine, newest) if mine else f"SELECT * FROM kb_shape.{table}"
-        con.execute(f"CREATE OR REPLACE VIEW main.{table} AS {view_sql}")
+        views.append(f"CREATE OR REPLACE VIEW main.{table} AS {view_sql};")
+    con.execute("\n".join(views))  # one call: DuckDB's per-call cost is a millisecond here
 
 
 def write_file(
     con: duckdb.DuckDBPyConnection, layout: KbLayout, table: str, query: str, gen: int, part: int = 0
-) -> Path | None:
-    """Write the rows of ``query`` as a new file of ``table`` and list it in ``kb_files``; None when no rows.
+) -> DataFile | None:
+    """Write the rows of ``query`` as a new file of ``table``, for ``add_files`` to list; None when no rows.
 
     Written beside its final name and renamed onto it, so a reader of ``kb/parquet/`` never sees
     half a file; a file that a failed session leaves behind is unlisted and removed by the next one.
@@ -138,15 +140,24 @@ def write_file(
         return None
     with open(tmp, "rb") as f:  # on disk before a kb.duckdb that lists it can be
         os.fsync(f.fileno())
+        size = os.fstat(f.fileno()).st_size
     os.replace(tmp, path)
     snapshot = layout.snapshot_dir(table) / name
     snapshot.parent.mkdir(parents=True, exist_ok=True)
     snapshot.unlink(missing_ok=True)  # left by a session that failed
     os.link(path, snapshot)
-    con.execute(
-        "INSERT INTO kb_files VALUES (?, ?, ?, ?, ?, now())", [table, name, gen, n_rows, path.stat().st_size]
-    )
-    return path
+    return DataFile(table, name, gen, n_rows, size)
+
+
+def add_files(con: duckdb.DuckDBPyConnection, files: list[DataFile | None]) -> None:
+    """List the written ``files`` (None: nothing written) in ``kb_files``, in one statement."""
+    listed = [f for f in files if f is not None]
+    if listed:
+        rows = ", ".join(["(?, ?, ?, ?, ?, now())"] * len(listed))
+        con.execute(
+            f"INSERT INTO kb_files VALUES {rows}",
+            [v for f in listed for v in (f.table, f.file, f.gen, f.n_rows, f.bytes)],
+        )
 
 
 def retire(con: duckdb.DuckDBPyConnection, files: list[DataFile]) -> None:

@@ -16,7 +16,7 @@ from datetime import datetime
 import duckdb
 
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.dataset import next_gen, write_file
+from chandra_ocr.store.dataset import add_files, next_gen, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.schema import dataset_ddl
 from chandra_ocr.store.session import WriteSession, write_session
@@ -186,8 +186,8 @@ def _merge(con: duckdb.DuckDBPyConnection, layout: KbLayout, tables: list[str]) 
         )
         con.execute("INSERT OR REPLACE INTO kb_superseded SELECT doc_id, ? FROM prior", [gen])
     con.execute("DELETE FROM chunk_tombstones WHERE chunk_id IN (SELECT chunk_id FROM staging.chunks)")
-    for table in tables:
-        write_file(con, layout, table, f"SELECT * FROM staging.{table} ORDER BY doc_id", gen)
+    written = [write_file(con, layout, t, f"SELECT * FROM staging.{t} ORDER BY doc_id", gen) for t in tables]
+    add_files(con, written)
 
 
 def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:

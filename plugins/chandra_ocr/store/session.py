@@ -16,15 +16,25 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 import duckdb
 
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.dataset import create_shapes, create_views, next_gen, stale_files, write_file
+from chandra_ocr.store.dataset import (
+    add_files,
+    create_shapes,
+    create_views,
+    next_gen,
+    stale_files,
+    write_file,
+)
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
 from chandra_ocr.store.schema import apply_catalog, apply_helpers, sql_digest
 
@@ -35,6 +45,19 @@ class WriteSession:
 
     con: duckdb.DuckDBPyConnection
     layout: KbLayout
+
+
+@cache
+def _empty_kb() -> bytes:
+    """kb.duckdb of a new knowledge base (catalog, empty shapes, views, helpers), built once per process."""
+    with tempfile.TemporaryDirectory(prefix="chandra-ocr-kb-") as folder:
+        layout = KbLayout(Path(folder))
+        con = duckdb.connect(str(layout.duckdb_path))
+        try:
+            _apply_schema(con, layout)
+        finally:
+            con.close()
+        return layout.duckdb_path.read_bytes()
 
 
 @contextmanager
@@ -50,6 +73,8 @@ def write_session(layout: KbLayout, *, wait_s: float = 120.0) -> Iterator[WriteS
         _discard(nxt)
         if layout.duckdb_path.exists():
             shutil.copyfile(layout.duckdb_path, nxt)
+        else:  # a new KB: the schema is applied once per process, not once per KB
+            nxt.write_bytes(_empty_kb())
         con = duckdb.connect(str(nxt))
         try:
             if _schema_digest(con) != sql_digest():
@@ -57,12 +82,14 @@ def write_session(layout: KbLayout, *, wait_s: float = 120.0) -> Iterator[WriteS
             yield WriteSession(con, layout)
             create_views(con, layout)
             stale = stale_files(con, layout)
-            con.execute("CHECKPOINT")
         except BaseException:
             con.close()
             _discard(nxt)
             raise
-        con.close()
+        con.close()  # checkpoints: the whole database is in the one file, which is renamed next
+        if os.path.exists(f"{nxt}.wal"):
+            _discard(nxt)
+            raise StoreError(f"DuckDB left a write-ahead log beside {nxt}: nothing was published")
         os.replace(nxt, layout.duckdb_path)
         _fsync_dir(layout.root)
         for path in stale:
@@ -137,7 +164,6 @@ def _migrate_tables(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
         return
     con.execute("DROP VIEW IF EXISTS table_search")
     gen = next_gen(con)
-    for table in old:  # fixed identifiers
-        write_file(con, layout, table, f"SELECT * FROM main.{table} ORDER BY doc_id", gen)
+    add_files(con, [write_file(con, layout, t, f"SELECT * FROM main.{t} ORDER BY doc_id", gen) for t in old])
     for table in reversed(old):
         con.execute(f"DROP TABLE main.{table}")
