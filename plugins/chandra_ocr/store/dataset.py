@@ -153,10 +153,10 @@ def add_files(con: duckdb.DuckDBPyConnection, files: list[DataFile | None]) -> N
     """List the written ``files`` (None: nothing written) in ``kb_files``, in one statement."""
     listed = [f for f in files if f is not None]
     if listed:
-        rows = ", ".join(["(?, ?, ?, ?, ?, now())"] * len(listed))
         con.execute(
-            f"INSERT INTO kb_files VALUES {rows}",
-            [v for f in listed for v in (f.table, f.file, f.gen, f.n_rows, f.bytes)],
+            "INSERT INTO kb_files SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), "
+            "unnest(?::BIGINT[]), unnest(?::BIGINT[]), now()",
+            [[getattr(f, k) for f in listed] for k in ("table", "file", "gen", "n_rows", "bytes")],
         )
 
 
