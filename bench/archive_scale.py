@@ -309,7 +309,27 @@ def main() -> None:
     ap.add_argument("--night-docs", type=int, default=200)
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "archive_scale.json")
     ap.add_argument("--work", type=Path, default=REPO / "bench" / ".work" / "archive_scale")
+    ap.add_argument(
+        "--discovery",
+        action="store_true",
+        help="only the nightly-discovery section (bench/archive_discovery.py), kept under 'discovery'",
+    )
+    ap.add_argument("--local-sizes", default="10000,30000,100000")
+    ap.add_argument("--s3-sizes", default="10000")
+    ap.add_argument("--big-files", type=int, default=1000)
+    ap.add_argument("--big-mb", type=float, default=2.0)
     args = ap.parse_args()
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+    if args.discovery:
+        from archive_discovery import discovery_section
+
+        shutil.rmtree(args.work, ignore_errors=True)
+        args.work.mkdir(parents=True)
+        sizes = [[int(s) for s in v.split(",") if s] for v in (args.local_sizes, args.s3_sizes)]
+        section = discovery_section(args.work, *sizes, args.big_files, args.big_mb)
+        args.out.write_text(json.dumps(previous | {"discovery": section}, indent=2) + "\n")
+        print(json.dumps(section["targets"], indent=2))
+        return
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -335,6 +355,8 @@ def main() -> None:
         },
         "wall_s": time.perf_counter() - started,
     }
+    if "discovery" in previous:  # the nightly-discovery section is measured on its own (--discovery)
+        result["discovery"] = previous["discovery"]
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: result[k] for k in ("reader_held_open_all_run", "nightly")}, indent=2))
 

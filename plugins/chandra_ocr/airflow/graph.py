@@ -37,8 +37,14 @@ def run_params(*, backfill: bool) -> dict[str, Param]:
     empty = "empty: Variable chandra_ocr, else ${env}, else {default}"
     relative = "; a relative path is taken under $CHANDRA_OCR_BASE_DIR, else $AIRFLOW_HOME"
     params = {
-        "source": Param(None, type=["null", "string"], title="Source folder or glob",
-                        description=empty.format(env="CHANDRA_OCR_SOURCE", default="./landing") + relative),
+        "source": Param(None, type=["null", "string"], title="Source folder, glob or object-store URL",
+                        description=empty.format(env="CHANDRA_OCR_SOURCE", default="./landing") + relative
+                        + "; s3://bucket/prefix (gs://, az://, …) reads the store with source_conn_id"),
+        "source_conn_id": Param(None, type=["null", "string"], title="Connection of an object-store source",
+                                description=empty.format(env="CHANDRA_OCR_SOURCE_CONN_ID", default="none: "
+                                                         "the store's standard environment")),
+        "rehash": Param(False, type="boolean",
+                        description="hash every source file, even those unchanged since the last run"),
         "kb": Param(None, type=["null", "string"], title="Knowledge-base folder",
                     description=empty.format(env="CHANDRA_OCR_KB", default="./kb") + relative),
         "engine": Param(None, type=["null", "string"], enum=[None, *ENGINE_KINDS],

@@ -27,6 +27,7 @@ from chandra_ocr.airflow.settings import (
     check_run_paths,
     resolve_run_config,
 )
+from chandra_ocr.airflow.sources import run_source
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.errors import ConfigError
@@ -115,7 +116,7 @@ class DiscoverOperator(ConfiguredOperator):
         allow_worker_processes()
         cfg = self.run_config
         options = cfg.ingest_options()
-        planned = Discover(cfg.context(context["run_id"]))(cfg.source, **cfg.filters())
+        planned = Discover(cfg.context(context["run_id"]))(run_source(cfg), **cfg.filters())
         discovery, batches = planned.discovery, planned.batches
         limit = self.max_batches or conf.getint("core", "max_map_length")
         planned_batches = len(batches)
@@ -137,6 +138,9 @@ class DiscoverOperator(ConfiguredOperator):
         )  # fmt: skip
         for path, reason in discovery.refused:
             log.warning("refused %s: %s", path, reason)
+        if discovery.gone:
+            log.warning("%d source entries seen before are gone (their documents stay in the KB): %s",
+                        len(discovery.gone), ", ".join(discovery.gone[:5]))  # fmt: skip
         how = f"settle_seconds 0 (Variable {VARIABLE!r} or $CHANDRA_OCR_SETTLE_SECONDS)"
         note = recent_note(discovery.recent, options.pdf.settle_seconds, how)
         if note:

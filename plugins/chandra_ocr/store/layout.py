@@ -55,6 +55,20 @@ class KbLayout:
         """The document-level record (page count, quarantine reason) written by the extract stage."""
         return self.work_dir(doc_id) / "document.json"
 
+    def source_copy(self, doc_id: str) -> Path:
+        """The copy of a remote source object that the batch reads (deleted once it is loaded)."""
+        return self.work_dir(doc_id) / "source.pdf"
+
+    @property
+    def fetch_spool(self) -> Path:
+        """Where remote objects are streamed while they are hashed, before they have a doc_id."""
+        return self.root / "work" / "fetch"
+
+    @property
+    def source_entries(self) -> Path:
+        """What discovery saw per location: size, mtime, ETag → doc_id (store/source_entries.py)."""
+        return self.root / "sources" / "entries.parquet"
+
     def export(self, doc_id: str, suffix: str) -> Path:
         """Per-document exports: ``.md`` (Markdown) and ``.json`` (the document model)."""
         return self.root / "documents" / f"{doc_id}{suffix}"
