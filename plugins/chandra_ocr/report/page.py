@@ -79,11 +79,10 @@ def _section(name: str, charts: dict[str, bytes], table: str) -> str:
 def _runs_table(data: ReportData) -> str:
     rows = [
         (r.run_id, f"{r.started_at:%Y-%m-%d %H:%M:%S}", f"{r.seconds:.1f}", r.n_documents, r.n_pages,
-         f"{r.pages_per_s:.2f}", r.metrics.get("engine") or ", ".join(r.metrics.get("engines") or []),
-         r.metrics.get("backfill", ""))
+         f"{r.pages_per_s:.2f}", r.metrics.get("engine") or ", ".join(r.metrics.get("engines") or []))
         for r in reversed(data.runs[-15:])
     ]  # fmt: skip
-    return _table(["run", "started (UTC)", "seconds", "docs", "pages", "pages/s", "engine", "batches"], rows)
+    return _table(["run", "started (UTC)", "seconds", "docs", "pages", "pages/s", "engine"], rows)
 
 
 def _stages_table(data: ReportData) -> str:
