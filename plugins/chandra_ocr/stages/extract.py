@@ -164,7 +164,7 @@ def _stream(reading: Reading, todo: list[tuple[_Pending, PageTriage]], progress:
         p = by_id[result.doc_id]
         pt = p.pages[result.page_no]
         if result.status == "ok":
-            checkpoints.write_page(ctx.layout, result.doc_id, ocr_page(pt, result), reading.key)
+            reading.checkpoint(result.doc_id, ocr_page(pt, result))
         else:
             why = result.error or f"finish_reason={result.finish_reason}"
             failed.append(FailedPage(p.doc.doc_id, p.pdf_path, pt, result, why))

@@ -19,7 +19,6 @@ from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.stages.context import RunContext
 from chandra_ocr.store import checkpoints
-from chandra_ocr.store.layout import KbLayout
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +60,10 @@ class Reading:
         """The page's checkpoint under this key, if it has one."""
         return checkpoints.read_page(self.ctx.layout, doc_id, page_no, self.key)
 
+    def checkpoint(self, doc_id: str, page: Page) -> None:
+        """Checkpoint ``page`` of ``doc_id`` under this key."""
+        checkpoints.write_page(self.ctx.layout, doc_id, page, self.key)
+
 
 def ocr_page(
     pt: PageTriage, result: PageResult, status: PageStatus = "ok", reason: str | None = None
@@ -92,14 +95,13 @@ def run_fallbacks(reading: Reading) -> None:
     it, else as ``failed``."""
     from chandra_ocr.ocr.registry import build_engine
 
-    ctx, primary, key = reading.ctx, reading.ctx.ocr, reading.key
-    options, passwords = ctx.options, reading.passwords
+    options, primary = reading.ctx.options, reading.ctx.ocr
     left = list(reading.failed)
     for kind in options.fallbacks:
         if not left or kind == primary.name:
             continue
         try:
-            engine = build_engine(kind, options.preset, options.fallback_options.get(kind), passwords)
+            engine = build_engine(kind, options.preset, options.fallback_options.get(kind), reading.passwords)
             engine.start()
         except ConfigError as e:
             log.warning("fallback engine %s unavailable: %s", kind, e)
@@ -111,12 +113,12 @@ def run_fallbacks(reading: Reading) -> None:
             todo = [f for f in left if not f.reason.startswith(RENDER_FAILED)]
             requests = _rendered(reading, [f.request() for f in todo], engine.render_spec)
         try:
-            done = _read(engine, requests, {f.key: f for f in todo}, ctx.layout, key)
+            done = _read(reading, engine, requests, {f.key: f for f in todo})
         finally:
             engine.close()
         left = [f for f in left if f.key not in done]
     for f in left:
-        _write_failed(f, ctx.layout, primary, key)
+        _write_failed(reading, f)
 
 
 def _rendered(reading: Reading, requests: list[PageRequest], spec: RenderSpec) -> Iterator[PageRequest]:
@@ -132,11 +134,10 @@ def _rendered(reading: Reading, requests: list[PageRequest], spec: RenderSpec) -
 
 
 def _read(
+    reading: Reading,
     engine: OcrEngine,
     requests: Iterable[PageRequest],
     todo: dict[tuple[str, int], FailedPage],
-    layout: KbLayout,
-    key: str,
 ) -> set[tuple[str, int]]:
     """Run ``engine`` over ``requests``, checkpoint every valid page as ``fallback``; returns their keys."""
     done = set()
@@ -150,13 +151,13 @@ def _read(
             page.finish_reason = failure.result.finish_reason
             page.prompt_tokens = failure.result.prompt_tokens
             page.output_tokens = failure.result.output_tokens
-        checkpoints.write_page(layout, result.doc_id, page, key)
+        reading.checkpoint(result.doc_id, page)
         done.add(failure.key)
     return done
 
 
-def _write_failed(failure: FailedPage, layout: KbLayout, primary: OcrEngine, key: str) -> None:
-    pt, result = failure.triage, failure.result
+def _write_failed(reading: Reading, failure: FailedPage) -> None:
+    pt, result, primary = failure.triage, failure.result, reading.ctx.ocr
     page = Page(
         pt.page_no,
         pt.width_pt,
@@ -170,4 +171,4 @@ def _write_failed(failure: FailedPage, layout: KbLayout, primary: OcrEngine, key
         attempts=result.attempts if result else 0,
         finish_reason=result.finish_reason if result else None,
     )
-    checkpoints.write_page(layout, failure.doc_id, page, key)
+    reading.checkpoint(failure.doc_id, page)
