@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,27 +73,21 @@ def run(
     batches: list[Batch] = []
     with watching(options):
         try:
-            with ExitStack() as held:
+            planned = Discover(ctx)(source, **filters)
+            batches = planned.batches
+            if batches:
                 if not engine.threads:
-                    # Workers forked from here: the pool that counts the pages reads the first load group
-                    # too (closing a pool costs up to 0.2 s of pebble's polling), and the schemas the
-                    # workers write shards with are built before they are forked, to be inherited.
-                    arrow_schemas()
-                    held.enter_context(ctx.pool())
-                planned = Discover(ctx)(source, **filters)
-                batches = planned.batches
-                if batches:
-                    engine.start()
-                compress, extract, assemble, load = Compress(ctx), Extract(ctx), Assemble(ctx), Load(ctx)
-                groups = load_groups(batches)
-                for group in groups:
-                    # One pool per load: DuckDB's threads never run while a worker may be forked from here.
-                    with ctx.pool() as workers:
-                        for batch in group:
-                            assemble(extract(compress(batch)))
-                        workers.finish()  # stopped: no new worker is forked; it winds down during the load
-                        loaded.update(load(group, run=batches if group is groups[-1] else None))
-                    held.close()  # the plan's pool, if held, served the first group
+                    arrow_schemas()  # inherited by forked workers, which write shards without opening DuckDB
+                engine.start()
+            compress, extract, assemble, load = Compress(ctx), Extract(ctx), Assemble(ctx), Load(ctx)
+            groups = load_groups(batches)
+            for group in groups:
+                # One pool per load: DuckDB's threads never run while a worker may be forked from here.
+                with ctx.pool() as workers:
+                    for batch in group:
+                        assemble(extract(compress(batch)))
+                    workers.finish()  # stopped: no new worker is forked; it winds down during the load
+                loaded.update(load(group, run=batches if group is groups[-1] else None))
         finally:
             if owns_engine:
                 engine.close()
