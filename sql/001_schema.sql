@@ -1,4 +1,6 @@
--- Knowledge-base schema. Idempotent: applied in file-name order by every loader run.
+-- The six dataset tables: the columns of the Parquet files under kb/parquet/<table>/ and of the
+-- views of the same names in kb.duckdb. Keys are checked by the loader (it stages the rows in
+-- these tables in an in-memory database); kb.duckdb's schema kb_shape has their empty shapes.
 -- Coordinates: PDF points of the displayed page, origin top-left.
 
 CREATE TABLE IF NOT EXISTS documents (
@@ -99,21 +101,4 @@ CREATE TABLE IF NOT EXISTS chunks (
     bboxes        STRUCT(page_no INTEGER, x0 DOUBLE, y0 DOUBLE, x1 DOUBLE, y1 DOUBLE)[] NOT NULL,
     content_hash  VARCHAR NOT NULL,
     updated_at    TIMESTAMPTZ NOT NULL      -- when this chunk's content last changed (vector feed)
-);
-
--- Chunks that disappeared when their document was re-ingested or removed (vector feed deletes).
-CREATE TABLE IF NOT EXISTS chunk_tombstones (
-    chunk_id    VARCHAR PRIMARY KEY,
-    doc_id      VARCHAR NOT NULL,
-    deleted_at  TIMESTAMPTZ NOT NULL
-);
-
--- One row per pipeline run that loaded something: throughput and the engine's paging values.
-CREATE TABLE IF NOT EXISTS runs (
-    run_id       VARCHAR PRIMARY KEY,
-    started_at   TIMESTAMPTZ NOT NULL,
-    finished_at  TIMESTAMPTZ NOT NULL,
-    n_documents  INTEGER NOT NULL,
-    n_pages      INTEGER NOT NULL,
-    metrics      JSON NOT NULL              -- pages/s, tokens/s, paging values, KV capacity, ...
 );

@@ -77,3 +77,12 @@ def ingest_path(request: pytest.FixtureRequest):
     if request.param == "airflow":
         request.getfixturevalue("airflow_db")
     return PATHS[request.param]
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """One S3 emulator (moto's standalone server on 127.0.0.1, tests/s3_server.py) per pytest session."""
+    from s3_server import s3_server
+
+    with s3_server() as server:
+        yield server

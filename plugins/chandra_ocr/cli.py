@@ -14,6 +14,7 @@ from chandra_ocr.config import ENGINE_KINDS, IngestOptions, PdfOptions
 from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, print_json, run_sql
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.pdf.discover import recent_note
+from chandra_ocr.pdf.sources import open_source
 from chandra_ocr.store.duckdb_store import connect
 from chandra_ocr.store.layout import KbLayout
 
@@ -38,9 +39,13 @@ def _parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help, description=help, epilog=EXIT_CODES_HELP, parents=[common])
 
     run = add("run", "ingest new PDFs from SOURCE (folder or glob) into the knowledge base")
-    run.add_argument("source", help="a folder (searched recursively for *.pdf) or a quoted glob")
     run.add_argument(
-        "--kb", required=True, help="knowledge-base folder (Parquet shards + kb.duckdb), created if missing"
+        "source",
+        help="a folder (searched recursively for *.pdf), a quoted glob, or an object-store URL such as "
+        "s3://bucket/prefix (credentials from the store's environment: AWS_ACCESS_KEY_ID, ...)",
+    )
+    run.add_argument(
+        "--kb", required=True, help="knowledge-base folder (Parquet files + kb.duckdb), created if missing"
     )
     run.add_argument(
         "--engine", default=DEFAULTS.engine, choices=ENGINE_KINDS, help="engine for OCR-route pages"
@@ -60,6 +65,11 @@ def _parser() -> argparse.ArgumentParser:
         help="JSON {doc_id | path ending | file name: password} for encrypted PDFs (never logged)",
     )
     run.add_argument("--limit", type=int, help="at most this many new documents")
+    run.add_argument(
+        "--rehash",
+        action="store_true",
+        help="read and hash every source file, even those whose size and mtime/ETag are unchanged",
+    )
     run.add_argument(
         "--reprocess", action="store_true", help="redo documents ingested under an older pipeline version"
     )
@@ -95,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _vector_parsers(add) -> None:
-    """The table, forget, feed and search subcommands."""
+    """The table, forget, compact, feed and search subcommands."""
     table = add("table", "print one table with its header as column names")
     table.add_argument("--kb", required=True)
     table.add_argument("doc", help="doc_id, a unique doc_id prefix, or the file name")
@@ -106,6 +116,9 @@ def _vector_parsers(add) -> None:
     forget = add("forget", "remove documents (rows, shards, exports; vectors on the next feed)")
     forget.add_argument("--kb", required=True)
     forget.add_argument("docs", nargs="+", help="doc_ids, unique doc_id prefixes, or file names")
+
+    compact = add("compact", "merge the Parquet files under KB/parquet/ and drop replaced or forgotten rows")
+    compact.add_argument("--kb", required=True)
 
     feed = add("feed", "export changed chunks to the outbox and apply them to the vector index")
     feed.add_argument("--kb", required=True)
@@ -154,6 +167,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         preset=args.preset,
         batch_pages=args.batch_pages,
         reprocess=args.reprocess,
+        rehash=args.rehash,
         pdf=PdfOptions(
             settle_seconds=args.settle_seconds,
             compress=not args.no_compress,
@@ -166,12 +180,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be ≥ 1, got {args.limit}")
     layout = preflight.check_kb_folder(args.kb)
-    preflight.check_source(args.source)
+    source = open_source(args.source)
+    preflight.check_source(source)
     preflight.check_passwords_file(args.passwords_file)
     preflight.check_fallbacks(options)
     engine = preflight.ready_engine(options)
     try:
-        summary = run(args.source, args.kb, options, engine, limit=args.limit)
+        summary = run(source, args.kb, options, engine, limit=args.limit)
     finally:
         engine.close()
     _print_discovery(summary.discovery, args.settle_seconds)
@@ -193,10 +208,16 @@ def _print_discovery(d, settle_seconds: float) -> None:
         f"found {len(d.new)} new, {len(d.known)} already ingested, {len(d.duplicates)} duplicates, "
         f"{len(d.recent)} still being written, {len(d.refused)} refused"
     )
+    print(f"  {d.unchanged} unchanged since the last run (not read), {d.hashed} read and hashed "
+          f"({d.bytes_read} bytes)")  # fmt: skip
     for path, other in ((f.path, first) for f, first in d.duplicates):
         print(f"  duplicate: {path} (same bytes as {other})")
     for path, reason in d.refused:
         print(f"  refused: {path}: {reason}")
+    if d.gone:
+        more = f" and {len(d.gone) - 5} more" if len(d.gone) > 5 else ""
+        print(f"  gone from the source since the last run (kept in the KB; `forget` removes them): "
+              f"{', '.join(d.gone[:5])}{more}")  # fmt: skip
     note = recent_note(d.recent, settle_seconds, "--settle-seconds 0", RECENT_SHOWN)
     if note:
         print(f"  {note}")
@@ -289,6 +310,15 @@ def _cmd_forget(args: argparse.Namespace) -> int:
     return OK
 
 
+def _cmd_compact(args: argparse.Namespace) -> int:
+    from chandra_ocr.store.compact import compact_kb
+
+    counts = compact_kb(preflight.check_kb_exists(args.kb))
+    for table, (before, after) in counts.items():
+        print(f"{table}: {before} → {after} Parquet file(s)")
+    return OK
+
+
 def _cmd_feed(args: argparse.Namespace) -> int:
     from chandra_ocr.vector.consumer import ApplyCounts
     from chandra_ocr.vector.outbox import export_changes
@@ -353,6 +383,7 @@ COMMANDS = {
     "report": _cmd_report,
     "table": _cmd_table,
     "forget": _cmd_forget,
+    "compact": _cmd_compact,
     "feed": _cmd_feed,
     "search": _cmd_search,
 }

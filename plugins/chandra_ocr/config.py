@@ -70,6 +70,7 @@ class IngestOptions:
     batch_pages: int = 200  # pages per mapped batch (Airflow) / per engine run
     failed_page_budget: float = 0.1  # share of failed pages above which a document is `partial`
     reprocess: bool = False  # redo documents already in the knowledge base
+    rehash: bool = False  # read and hash every source entry, even those unchanged since the last run
     pdf: PdfOptions = field(default_factory=PdfOptions)
     chunk: ChunkOptions = field(default_factory=ChunkOptions)
     engine_options: Mapping[str, Any] = field(default_factory=dict)  # passed to the engine's own options

@@ -72,6 +72,8 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation
         return con.sql(sql)
     except duckdb.Error as e:
         what = " ".join(str(e).split("\n\n")[0].split())  # DuckDB appends the query and a caret after a gap
+        if "base table" in what:  # DELETE/UPDATE/INSERT on a dataset table (a view over Parquet files)
+            what = f"the knowledge base is read-only here: {what}"
         hint = (
             "`query` only reads; documents are removed with `chandra-ingest forget`"
             if "read-only" in what

@@ -17,16 +17,23 @@ class DocRef:
     """One document of a batch: where it is and what the stages learned about it so far."""
 
     doc_id: str
-    source: str  # the original file (never modified)
+    source: str  # the original file or object URL (never modified)
     bytes: int
     n_pages: int = 0  # estimate from planning; exact after extraction
-    work_pdf: str | None = None  # compressed copy when kept, else the original
+    work_pdf: str | None = None  # compressed copy when kept, else the original (a remote one's local copy)
     compressed_bytes: int | None = None
     compress_method: str | None = None
     state: DocState = "planned"
     status: str | None = None  # the outcome once known: ingested | partial | quarantined
     prompt_tokens: int = 0  # spent on its pages, fallback attempts included (set by assemble)
     output_tokens: int = 0
+    local: str | None = None  # a remote source's copy in the work area, streamed once by discovery
+    replaces: str | None = None  # doc_id of the older document at the same location (forgotten once loaded)
+
+    @property
+    def readable(self) -> str:
+        """The file the stages read: the local copy of a remote object, else the original."""
+        return self.local or self.source
 
 
 @dataclass

@@ -18,6 +18,7 @@ from chandra_ocr.config import IngestOptions
 from chandra_ocr.manifest import Batch, pages_read, status_counts
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.discover import Discovery
+from chandra_ocr.pdf.sources import LocalSource, ObjectSource
 from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, RunContext, build_run_engine
 from chandra_ocr.stages.context import watching
 from chandra_ocr.store.parquet import arrow_schemas
@@ -58,7 +59,7 @@ def load_groups(batches: list[Batch]) -> list[list[Batch]]:
 
 
 def run(
-    source: str | Path,
+    source: str | Path | LocalSource | ObjectSource,
     kb_dir: str | Path,
     options: IngestOptions,
     engine: OcrEngine | None = None,

@@ -12,14 +12,20 @@ from pathlib import Path
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.pdf.discover import GLOB_CHARS, candidates
+from chandra_ocr.pdf.discover import candidates
 from chandra_ocr.pdf.passwords import load_passwords
+from chandra_ocr.pdf.sources import GLOB_CHARS, LocalSource, ObjectSource, open_source
 from chandra_ocr.store.layout import KbLayout
 
 
-def check_source(source: str | Path) -> None:
-    """``source`` is a folder or glob in which discovery finds at least one file (it stops at the first)."""
-    text = str(source)
+def check_source(source: str | Path | LocalSource | ObjectSource) -> None:
+    """``source`` is a folder or glob in which discovery finds at least one file (it stops at the first),
+    or an object-store URL whose prefix these credentials can read."""
+    src = source if isinstance(source, LocalSource | ObjectSource) else open_source(source)
+    if isinstance(src, ObjectSource):
+        src.check()
+        return
+    text = src.url
     is_glob = bool(GLOB_CHARS & set(text))
     path = Path(text)
     if not is_glob and not path.exists():

@@ -76,3 +76,46 @@ def test_a_missing_pool_fails_the_run_at_preflight_with_the_fix_in_the_message(t
     assert run.states("preflight") == ["failed"] and run.states("discover") == ["upstream_failed"]
     out = capfd.readouterr()
     assert "are not set up: run `python -m chandra_ocr.airflow.setup`" in out.out + out.err
+
+
+def test_a_backfill_over_more_batches_than_one_run_maps_continues_itself_until_done(
+    tmp_path, inputs, monkeypatch, caplog
+):
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    def triggered() -> list[dict]:
+        """The runs the backfill triggered for itself (queued: the scheduler would start them)."""
+        with create_session() as session:
+            runs = session.query(DagRun).filter(
+                DagRun.dag_id == "chandra_ocr_backfill", DagRun.state == "queued"
+            )
+            found = [dict(r.conf or {}) for r in runs]
+            runs.delete()  # dag.test() stands in for the scheduler below
+        return found
+
+    src = landing(tmp_path / "landing", {"a": inputs.pdfs["born_a"], "b": inputs.pdfs["born_b"]})
+    (src / "c.pdf").write_bytes((src / "a.pdf").read_bytes() + b"\n% another document\n")
+    os.utime(src / "c.pdf", (1_700_000_000, 1_700_000_000))
+    kb = tmp_path / "kb"
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "2")  # 3 batches of one document, 2 per run
+    triggered()
+    conf = {"source": str(src), "kb": str(kb), "engine": "text", "batch_pages": 1}
+
+    first = run_dag("chandra_ocr_backfill", **conf)
+    assert first.state == "success", first.tasks
+    assert len(first.states("batch.assemble")) == 2 and first.states("continue") == ["success"]
+    (next_conf,) = triggered()
+    assert next_conf == conf | {"backfill_batches_done": 2, "backfill_batches_total": 3}
+    assert "loaded: 2 of 3 batches done" in caplog.text
+
+    second = run_dag("chandra_ocr_backfill", **next_conf)
+    assert second.state == "success", second.tasks
+    assert len(second.states("batch.assemble")) == 1
+    assert triggered() == []  # done: no third run
+    assert "backfill complete: 3 of 3 batches done" in caplog.text
+    assert query(kb, "SELECT count(*) FROM documents WHERE status = 'ingested'") == [(3,)]
+    records = query(kb, "SELECT run_id, metrics->>'backfill' FROM runs ORDER BY started_at")
+    assert records == [(first.run_id, "2 of 3 batches done"), (second.run_id, "3 of 3 batches done")]
+    report = (kb / "report" / "report.html").read_text()
+    assert "2 of 3 batches done" in report and "3 of 3 batches done" in report

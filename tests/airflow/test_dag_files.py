@@ -29,14 +29,19 @@ def test_ingest_and_backfill_share_one_graph_mapped_over_batches():
 
     bag = DagBag(dag_folder=str(DAGS))
     ingest, backfill = bag.dags["chandra_ocr_ingest"], bag.dags["chandra_ocr_backfill"]
-    assert sorted(ingest.task_dict) == sorted(backfill.task_dict) == [
+    assert sorted(ingest.task_dict) == [
         "batch.assemble", "batch.compress", "batch.extract", "discover", "load", "preflight", "report",
     ]  # fmt: skip
+    assert set(backfill.task_dict) == set(ingest.task_dict) | {
+        "continue"
+    }  # the next run, while batches are left
+    assert backfill.get_task("report").downstream_task_ids == {"continue"}
     assert ingest.catchup is False and ingest.max_active_runs == 1
     assert backfill.schedule is None and ingest.schedule == "@daily"
     assert set(backfill.params) == {
         "source", "kb", "engine", "preset", "batch_pages",
         "modified_since", "modified_until", "max_documents", "reprocess",
+        "source_conn_id", "rehash", "backfill_batches_done", "backfill_batches_total",
     }  # fmt: skip
     ocr = ingest.get_task("batch.extract")
     assert (ocr.pool, ocr.queue, ocr.retry_exponential_backoff) == ("chandra_ocr_gpu", "gpu", 2.0)
@@ -48,6 +53,7 @@ def test_ingest_and_backfill_share_one_graph_mapped_over_batches():
     load = ingest.get_task("load")
     assert load.pool == "chandra_ocr_loader" and [a.name for a in load.outlets] == ["chandra_ocr_kb"]
     assert load.downstream_task_ids == {"report"} and not ingest.get_task("report").downstream_task_ids
+    assert load.progress is not None  # discover's share of a backfill: "N of M batches done"
 
 
 def test_vector_feed_runs_on_the_knowledge_base_asset():

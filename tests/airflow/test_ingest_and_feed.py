@@ -17,6 +17,10 @@ import pymupdf
 import pytest
 from airflow_runs import DagRunResult, asset_events, landing, mtimes, query, run_dag, table_fingerprints, xcom
 
+from chandra_ocr.store.duckdb_store import load_documents
+from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+from chandra_ocr.store.parquet import write_shards
+
 
 @dataclass
 class World:
@@ -132,15 +136,28 @@ def _indexed(kb: Path) -> set[str]:
         con.close()
 
 
+def _as_an_older_ingest(kb: Path, file_name: str) -> None:
+    """Load a document's own rows again with pipeline_version '0' (the rows are read-only Parquet)."""
+    layout = KbLayout(kb)
+    con = duckdb.connect(str(layout.duckdb_path), read_only=True)
+    doc_id = con.execute("SELECT doc_id FROM documents WHERE file_name = ?", [file_name]).fetchall()[0][0]
+    rows = {
+        t: con.execute(f"SELECT * FROM {t} WHERE doc_id = ?", [doc_id]).to_arrow_table().to_pylist()
+        for t in SHARD_TABLES
+    }
+    con.close()
+    rows["documents"][0]["pipeline_version"] = "0"
+    write_shards(layout, doc_id, rows)
+    load_documents(layout, [doc_id])
+
+
 def test_reprocessing_a_document_exports_only_its_changed_chunks_and_tombstones(
     world, initial_exports, monkeypatch, inputs
 ):
     target = f"{inputs.by_role('born')[0]}.pdf"
     before = _chunk_ids(world.kb, f"file_name = '{target}'")
     others = {r for r in _chunk_ids(world.kb) if r not in before}
-    con = duckdb.connect(str(world.kb / "kb.duckdb"))
-    con.execute("UPDATE documents SET pipeline_version = '0' WHERE file_name = ?", [target])  # an old ingest
-    con.close()
+    _as_an_older_ingest(world.kb, target)
     monkeypatch.setenv(
         "AIRFLOW_VAR_CHANDRA_OCR", json.dumps({"options": {"chunk": {"max_tokens": 48, "overlap_tokens": 0}}})
     )

@@ -108,6 +108,7 @@ FIXED_SQL_PARTS = {
     "COLUMNS",  # vector index: a constant column list
     "_COLUMNS",  # vector/chunk_records: a constant column list (FIELDS)
     "dim",  # embedding dimension (int)
+    "view_sql",  # store/dataset.py: a view's file paths as escaped literals (a view takes no parameters)
 }
 
 

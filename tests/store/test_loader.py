@@ -1,4 +1,4 @@
-"""The Parquet shards and the DuckDB loader, on a real DuckDB file."""
+"""The staged Parquet shards and the loader, on a real DuckDB file."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -7,7 +7,7 @@ import pytest
 
 from chandra_ocr.document import Block, Chunk, Document, Page, Table, TableCell
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.duckdb_store import connect, known_documents, load_documents
+from chandra_ocr.store.duckdb_store import RunRecord, connect, known_documents, load_documents
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
@@ -101,9 +101,12 @@ def test_reingest_replaces_rows_keeps_first_seen_and_unchanged_chunk_times(tmp_p
 def test_a_table_without_rows_has_no_shard_and_an_old_one_is_removed(tmp_path):
     """Re-ingested without its table: the old tables/table_cells shards go, and so do the rows."""
     layout = KbLayout(tmp_path)
-    _ingest(layout, "d1", ["alpha"], T0)
-    assert layout.shard("tables", "d1").exists()
     doc, chunks = _doc("d1", ["alpha"])
+    write_shards(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
+    assert layout.shard("tables", "d1").exists()
+    load_documents(layout, ["d1"])
+    assert not layout.shard("tables", "d1").exists()  # loaded shards are deleted
+
     doc.pages[0].tables = []
     written = write_shards(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
     assert {p.parent.name for p in written} == {"documents", "pages", "blocks", "chunks"}
@@ -127,7 +130,7 @@ def test_shards_carry_doc_id_statistics_so_readers_can_skip_other_documents(tmp_
     meta = pq.ParquetFile(layout.shard("blocks", "d2")).metadata.row_group(0)
     stats = {meta.column(i).path_in_schema: meta.column(i).statistics for i in range(meta.num_columns)}
     assert (stats["doc_id"].min, stats["doc_id"].max) == ("d2", "d2")
-    query = f"SELECT count(*) FROM read_parquet('{layout.root}/parquet/blocks/*.parquet') WHERE doc_id = 'd2'"
+    query = f"SELECT count(*) FROM read_parquet('{layout.root}/staging/blocks/*.parquet') WHERE doc_id = 'd2'"
     con = duckdb.connect()
     assert con.execute(query).fetchall() == [(2,)]
     profile = con.execute(f"EXPLAIN ANALYZE {query}").fetchall()[0][1]
@@ -141,7 +144,7 @@ def test_missing_shards_fail_before_touching_the_database(tmp_path):
     assert not layout.duckdb_path.exists()
 
 
-def test_a_failing_load_rolls_back_everything(tmp_path):
+def test_a_failing_load_changes_nothing_and_leaves_no_listed_file(tmp_path):
     layout = KbLayout(tmp_path)
     _ingest(layout, "d1", ["alpha"], T0)
     before = _table_hashes(layout)
@@ -151,29 +154,26 @@ def test_a_failing_load_rolls_back_everything(tmp_path):
     with pytest.raises(duckdb.ConstraintException):
         load_documents(layout, ["d3"])
     assert _table_hashes(layout) == before
+    assert layout.shard("documents", "d3").exists()  # kept for the next try
+    _ingest(layout, "d2", ["beta"], T0)  # the next session removes what the failed one wrote
+    con = connect(layout)
+    listed = {(t, f) for t, f in con.execute("SELECT table_name, file FROM kb_files").fetchall()}
+    con.close()
+    on_disk = {(p.parent.name, p.name) for p in (tmp_path / "parquet").glob("*/*")}
+    assert on_disk == listed and len(listed) == 6 * 2
 
 
-def test_reader_waits_for_the_writer_lock_instead_of_failing(tmp_path):
-    """DuckDB locks the file across processes: a second process must wait, not error."""
-    import subprocess
-    import sys
-    import textwrap
-
+def test_a_load_whose_documents_another_load_took_first_still_records_its_run(tmp_path):
+    """Two runs that found the same PDF: the later load finds its shards loaded and gone."""
     layout = KbLayout(tmp_path)
-    _ingest(layout, "d1", ["alpha"], T0)
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(f"""
-        import duckdb, time, sys
-        con = duckdb.connect({str(layout.duckdb_path)!r})
-        print("locked", flush=True); time.sleep(2); con.close()
-    """),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout.readline().strip() == "locked"
-    assert known_documents(layout) == {"d1": "/in/d1.pdf"}
-    holder.wait(10)
+    doc, chunks = _doc("d1", ["alpha"])
+    write_shards(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
+    for run_id in ("nightly", "backfill"):
+        load_documents(layout, ["d1"], lambda run_id=run_id: RunRecord(run_id, T0, T0, 1, 1, {}))
+    con = connect(layout, read_only=True)
+    try:
+        runs = con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()
+        assert runs == [("backfill",), ("nightly",)]
+        assert con.execute("SELECT count(*) FROM documents").fetchall() == [(1,)]
+    finally:
+        con.close()

@@ -120,7 +120,7 @@ def test_a_persistent_fault_fails_the_run_cleanly_with_no_rows(
         _ingest(ingest, scans, kb, preset, proxy, max_retries=2, backoff_s=0.2)
 
     assert API_KEY not in str(failure.value) and API_KEY not in caplog.text
-    assert not (kb / "parquet").exists() or not any((kb / "parquet").rglob("*.parquet"))
+    assert not [p for d in ("staging", "parquet") for p in (kb / d).rglob("*.parquet")]
     if (kb / "kb.duckdb").exists():
         con = duckdb.connect(str(kb / "kb.duckdb"), read_only=True)
         try:

@@ -1,8 +1,8 @@
 """The one place that builds the DAGs: the ingestion graph (nightly and backfill DAGs) and the feed.
 
 preflight → discover → per batch (mapped task group): compress → extract (OCR: GPU pool/queue) → assemble
-→ load (1-slot pool) → event on ``KB_ASSET`` → report (HTML + PNG in ``<kb>/report``). Mapping is
-over batches, never pages.
+→ load (1-slot pool) → event on ``KB_ASSET`` → report (HTML + PNG in ``<kb>/report``) → in the
+backfill DAG, continue (the next run, while batches are left). Mapping is over batches, never pages.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Asset, Param, XComArg, task_group
 
+from chandra_ocr.airflow.backfill import DONE_PARAM, TOTAL_PARAM, XCOM_KEY, ContinueBackfillOperator
 from chandra_ocr.airflow.feed_operators import FeedExportOperator, VectorIndexOperator
 from chandra_ocr.airflow.operators import (
     AssembleOperator,
@@ -36,8 +37,14 @@ def run_params(*, backfill: bool) -> dict[str, Param]:
     empty = "empty: Variable chandra_ocr, else ${env}, else {default}"
     relative = "; a relative path is taken under $CHANDRA_OCR_BASE_DIR, else $AIRFLOW_HOME"
     params = {
-        "source": Param(None, type=["null", "string"], title="Source folder or glob",
-                        description=empty.format(env="CHANDRA_OCR_SOURCE", default="./landing") + relative),
+        "source": Param(None, type=["null", "string"], title="Source folder, glob or object-store URL",
+                        description=empty.format(env="CHANDRA_OCR_SOURCE", default="./landing") + relative
+                        + "; s3://bucket/prefix (gs://, az://, …) reads the store with source_conn_id"),
+        "source_conn_id": Param(None, type=["null", "string"], title="Connection of an object-store source",
+                                description=empty.format(env="CHANDRA_OCR_SOURCE_CONN_ID", default="none: "
+                                                         "the store's standard environment")),
+        "rehash": Param(False, type="boolean",
+                        description="hash every source file, even those unchanged since the last run"),
         "kb": Param(None, type=["null", "string"], title="Knowledge-base folder",
                     description=empty.format(env="CHANDRA_OCR_KB", default="./kb") + relative),
         "engine": Param(None, type=["null", "string"], enum=[None, *ENGINE_KINDS],
@@ -57,6 +64,10 @@ def run_params(*, backfill: bool) -> dict[str, Param]:
                                    description="stop after this many new documents"),
             "reprocess": Param(False, type="boolean",
                                description="redo documents ingested under an older pipeline version"),
+            DONE_PARAM: Param(None, type=["null", "integer"], minimum=0,
+                              description="set by the DAG when it continues itself: batches done so far"),
+            TOTAL_PARAM: Param(None, type=["null", "integer"], minimum=0,
+                               description="set by the DAG when it continues itself: the backfill's batches"),
         }  # fmt: skip
     return params
 
@@ -77,10 +88,11 @@ def _dag(dag_id: str, settings: DagSettings, schedule: Any, params: dict, doc_md
 
 
 def ingest_dag(dag_id: str, settings: DagSettings, *, backfill: bool, doc_md: str | None = None) -> DAG:
-    """The ingestion DAG: scheduled by ``settings.schedule``, or manual (``schedule=None``) for a backfill."""
+    """The ingestion DAG: scheduled by ``settings.schedule``, or manual (``schedule=None``) for a
+    backfill, which continues itself (a new run) while batches are left (chandra_ocr/airflow/backfill.py)."""
     schedule = None if backfill else settings.schedule
     with _dag(dag_id, settings, schedule, run_params(backfill=backfill), doc_md) as dag:
-        _ingest_tasks(settings)
+        _ingest_tasks(settings, dag_id if backfill else None)
     return dag
 
 
@@ -101,9 +113,10 @@ def _default_args(settings: DagSettings) -> dict[str, Any]:
     }
 
 
-def _ingest_tasks(settings: DagSettings) -> None:
+def _ingest_tasks(settings: DagSettings, continue_dag_id: str | None) -> None:
     config = PreflightOperator(task_id="preflight", pools=[settings.gpu_pool, settings.loader_pool]).output
-    batches = DiscoverOperator(task_id="discover", config=config).output
+    discover = DiscoverOperator(task_id="discover", config=config)
+    batches = discover.output
 
     @task_group(group_id="batch")
     def per_batch(batch: dict[str, Any]) -> Any:
@@ -123,6 +136,16 @@ def _ingest_tasks(settings: DagSettings) -> None:
     assembled = per_batch.expand(batch=batches)
     assert isinstance(assembled, XComArg)  # typed DAGNode by Airflow; a group returns what its function does
     load = LoadOperator(
-        task_id="load", config=config, batches=assembled, kb_asset=KB_ASSET, pool=settings.loader_pool
+        task_id="load",
+        config=config,
+        batches=assembled,
+        kb_asset=KB_ASSET,
+        progress=XComArg(discover, key=XCOM_KEY),
+        pool=settings.loader_pool,
     )
-    load >> ReportOperator(task_id="report", config=config)
+    report = ReportOperator(task_id="report", config=config)
+    load >> report
+    if continue_dag_id is not None:
+        report >> ContinueBackfillOperator(
+            task_id="continue", discover_task_id="discover", trigger_dag_id=continue_dag_id, retries=0
+        )

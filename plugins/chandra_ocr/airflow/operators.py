@@ -17,6 +17,7 @@ from typing import Any
 from airflow.sdk import Asset, BaseOperator, Context, Variable, conf
 from airflow.sdk.log import mask_secret
 
+from chandra_ocr.airflow import backfill
 from chandra_ocr.airflow.hooks import VllmHook
 from chandra_ocr.airflow.settings import (
     PASSWORDS_VARIABLE,
@@ -26,6 +27,7 @@ from chandra_ocr.airflow.settings import (
     check_run_paths,
     resolve_run_config,
 )
+from chandra_ocr.airflow.sources import run_source
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.errors import ConfigError
@@ -98,7 +100,9 @@ class DiscoverOperator(ConfiguredOperator):
     """Finds new PDFs in the run's source and plans them into batches → list of ``Batch`` dicts.
 
     At most ``max_batches`` batches (default: Airflow's ``core.max_map_length``) are returned;
-    the documents left over are found again by the next run.
+    the documents left over are found again by the next run (which the backfill DAG triggers
+    itself, chandra_ocr/airflow/backfill.py). The run's share of the planned batches goes to the
+    XCom key ``backfill`` and the log ("N of M batches done" once loaded).
 
     :param config: the run's ``RunConfig`` dict (templated)
     :param max_batches: cap on the mapped batches of one run
@@ -112,13 +116,21 @@ class DiscoverOperator(ConfiguredOperator):
         allow_worker_processes()
         cfg = self.run_config
         options = cfg.ingest_options()
-        planned = Discover(cfg.context(context["run_id"]))(cfg.source, **cfg.filters())
+        planned = Discover(cfg.context(context["run_id"]))(run_source(cfg), **cfg.filters())
         discovery, batches = planned.discovery, planned.batches
         limit = self.max_batches or conf.getint("core", "max_map_length")
-        if len(batches) > limit:
+        planned_batches = len(batches)
+        batches = batches[:limit]
+        share = backfill.progress(
+            context.get("params") or {}, planned_batches, len(batches), sum(len(b.docs) for b in batches)
+        )
+        if share.left:
             log.warning("%d batches planned; mapping the first %d (core.max_map_length), the rest next run",
-                        len(batches), limit)  # fmt: skip
-            batches = batches[:limit]
+                        planned_batches, limit)  # fmt: skip
+        log.info("batches %d to %d of %d mapped in this run (%d done before it, %d left after it)",
+                 share.done_before + 1, share.done, share.total, share.done_before, share.left)  # fmt: skip
+        if "ti" in context:
+            context["ti"].xcom_push(key=backfill.XCOM_KEY, value=share.to_dict())
         log.info(
             "%d new PDF(s) in %d batch(es); %d known, %d duplicate, %d still being written, %d refused",
             len(discovery.new), len(batches), len(discovery.known), len(discovery.duplicates),
@@ -126,6 +138,9 @@ class DiscoverOperator(ConfiguredOperator):
         )  # fmt: skip
         for path, reason in discovery.refused:
             log.warning("refused %s: %s", path, reason)
+        if discovery.gone:
+            log.warning("%d source entries seen before are gone (their documents stay in the KB): %s",
+                        len(discovery.gone), ", ".join(discovery.gone[:5]))  # fmt: skip
         how = f"settle_seconds 0 (Variable {VARIABLE!r} or $CHANDRA_OCR_SETTLE_SECONDS)"
         note = recent_note(discovery.recent, options.pdf.settle_seconds, how)
         if note:
@@ -257,7 +272,8 @@ class AssembleOperator(_BatchOperator):
 
 
 class LoadOperator(ConfiguredOperator):
-    """Loads all batches' shards into DuckDB in one transaction and records the run → a summary dict.
+    """Loads all batches' shards into the KB in one write session and records the run → a summary dict;
+    then merges the Parquet files when a size tier has filled up (stages/load.py, store/compact.py).
 
     The summary (``kb``, ``run_id``, ``documents`` by status, ``pages``, ``chunks``) also becomes
     the ``extra`` of the event of ``kb_asset``, which is added to the task's outlets.
@@ -265,18 +281,26 @@ class LoadOperator(ConfiguredOperator):
     :param config: the run's ``RunConfig`` dict (templated)
     :param batches: the assembled ``Batch`` dicts (templated)
     :param kb_asset: the knowledge base's asset
+    :param progress: discover's ``BackfillProgress`` dict (templated): "N of M batches done" goes to
+        the log, the run's record (``backfill`` in its metrics, shown by the run report) and the event
     """
 
-    template_fields: Sequence[str] = ("config", "batches")
+    template_fields: Sequence[str] = ("config", "batches", "progress")
 
     def __init__(
-        self, *, batches: Templated[Sequence[dict[str, Any]]], kb_asset: Asset, **kwargs: Any
+        self,
+        *,
+        batches: Templated[Sequence[dict[str, Any]]],
+        kb_asset: Asset,
+        progress: Templated[dict[str, int] | None] = None,
+        **kwargs: Any,
     ) -> None:
         kwargs.setdefault("pool", "chandra_ocr_loader")
         kwargs["outlets"] = [*kwargs.get("outlets", []), kb_asset]
         super().__init__(**kwargs)
         self.batches = batches
         self.kb_asset = kb_asset
+        self.progress = progress
 
     def execute(self, context: Context) -> dict[str, Any]:
         cfg = self.run_config
@@ -285,7 +309,10 @@ class LoadOperator(ConfiguredOperator):
         value = rendered(self.batches)
         values = [value] if isinstance(value, dict) else list(value)
         batches = [Batch.from_dict(b) for b in values]
-        loaded = Load(cfg.context(context["run_id"]))(batches, run=batches)
+        progress = rendered(self.progress)
+        share = backfill.BackfillProgress(**progress).line() if progress else None
+        extra = {"backfill": share} if share is not None else None
+        loaded = Load(cfg.context(context["run_id"]))(batches, run=batches, metrics=extra)
         summary: dict[str, Any] = {
             "kb": cfg.kb,
             "run_id": context["run_id"],
@@ -293,5 +320,8 @@ class LoadOperator(ConfiguredOperator):
             "pages": loaded["pages"],
             "chunks": loaded["chunks"],
         }
+        if share is not None:
+            log.info("loaded: %s", share)
+            summary["backfill"] = share
         context["outlet_events"][self.kb_asset].extra = summary
         return summary

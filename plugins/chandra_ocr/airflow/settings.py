@@ -21,7 +21,7 @@ from typing import Any
 
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.pdf.discover import GLOB_CHARS
+from chandra_ocr.pdf.sources import GLOB_CHARS, is_url
 from chandra_ocr.preflight import check_kb_folder, check_source
 from chandra_ocr.stages import RunContext
 from chandra_ocr.store.layout import KbLayout
@@ -36,6 +36,7 @@ PASSWORDS_VARIABLE = "chandra_ocr_pdf_passwords"
 # (pdf, chunk, engine_options, failed_page_budget, ...).
 RUN_ENV = {
     "source": "CHANDRA_OCR_SOURCE",
+    "source_conn_id": "CHANDRA_OCR_SOURCE_CONN_ID",  # the Airflow connection of an object-store source
     "kb": "CHANDRA_OCR_KB",
     "engine": "CHANDRA_OCR_ENGINE",
     "preset": "CHANDRA_OCR_PRESET",
@@ -48,6 +49,7 @@ BASE_DIR_ENV = "CHANDRA_OCR_BASE_DIR"  # what relative source and KB paths resol
 _OPTIONS = IngestOptions()  # the library's defaults, which the run settings share
 RUN_DEFAULTS: dict[str, Any] = {
     "source": "./landing",
+    "source_conn_id": "",
     "kb": "./kb",
     "engine": _OPTIONS.engine,
     "preset": _OPTIONS.preset,
@@ -97,6 +99,7 @@ class RunConfig:
     source: str
     kb: str
     vllm_conn_id: str
+    source_conn_id: str | None = None
     options: dict[str, Any] = field(default_factory=dict)  # IngestOptions.to_dict()
     modified_since: str | None = None
     modified_until: str | None = None
@@ -151,12 +154,13 @@ def resolve_run_config(
             value[name] = _convert(env, environ[env], type(RUN_DEFAULTS[name]))
         else:
             value[name] = RUN_DEFAULTS[name]
-    options = _ingest_options(value, bool(params.get("reprocess")))
+    options = _ingest_options(value, bool(params.get("reprocess")), bool(params.get("rehash")))
     base = base_dir(environ)
     return RunConfig(
         source=_absolute(value["source"], base),
         kb=_absolute(value["kb"], base),
         vllm_conn_id=str(value["vllm_conn_id"]),
+        source_conn_id=str(value["source_conn_id"]) or None,
         options=options.to_dict(),
         modified_since=_iso(params.get("modified_since"), "modified_since"),
         modified_until=_iso(params.get("modified_until"), "modified_until"),
@@ -165,7 +169,7 @@ def resolve_run_config(
     )
 
 
-def _ingest_options(value: Mapping[str, Any], reprocess: bool) -> IngestOptions:
+def _ingest_options(value: Mapping[str, Any], reprocess: bool, rehash: bool = False) -> IngestOptions:
     extra = value["options"]
     if not isinstance(extra, Mapping):
         raise ConfigError(f"options must be a JSON object, got {extra!r}")
@@ -179,6 +183,7 @@ def _ingest_options(value: Mapping[str, Any], reprocess: bool) -> IngestOptions:
             "preset": value["preset"],
             "batch_pages": int(value["batch_pages"]),
             "reprocess": reprocess or bool(extra.get("reprocess", False)),
+            "rehash": rehash or bool(extra.get("rehash", False)),
             "pdf": pdf,
         }
     )
@@ -211,8 +216,12 @@ def check_run_paths(config: RunConfig, environ: Mapping[str, str], *, source: bo
         f"; set the run's Param, the Variable {VARIABLE!r} or $CHANDRA_OCR_SOURCE / $CHANDRA_OCR_KB "
         f"(relative paths resolve against {base_dir(environ)}: ${BASE_DIR_ENV}, else $AIRFLOW_HOME)"
     )
+    if source and is_url(config.source):  # an object store: its own messages name the connection
+        from chandra_ocr.airflow.sources import run_source
+
+        check_source(run_source(config))
     try:
-        if source:
+        if source and not is_url(config.source):
             check_source(config.source)
         check_kb_folder(config.kb, label="kb")
     except ConfigError as e:
@@ -222,6 +231,8 @@ def check_run_paths(config: RunConfig, environ: Mapping[str, str], *, source: bo
 def _absolute(path: str, base: Path) -> str:
     """Folder paths are resolved once, against ``base``, so every task of a run agrees on them."""
     text = str(path)
+    if is_url(text):  # an object store (or file://) URL: absolute already
+        return text
     anchored = Path(text).expanduser()
     anchored = anchored if anchored.is_absolute() else base / anchored
     if GLOB_CHARS & set(text):  # a glob: keep it, anchored like a path

@@ -18,7 +18,8 @@ DOCUMENT_STATUSES = ("ingested", "partial", "quarantined")
 # Run metrics that are the run's own accounting, not the engine's paging values.
 _RUN_KEYS = frozenset(
     {"seconds", "pages_per_s", "prompt_tokens", "output_tokens", "output_tokens_per_s", "batches",
-     "engines", "engine", "model", "ocr_pages", "fallback_pages", "quarantined", "stage_seconds"}
+     "engines", "engine", "model", "ocr_pages", "fallback_pages", "quarantined", "stage_seconds",
+     "backfill"}
 )  # fmt: skip
 
 

@@ -79,10 +79,11 @@ def _section(name: str, charts: dict[str, bytes], table: str) -> str:
 def _runs_table(data: ReportData) -> str:
     rows = [
         (r.run_id, f"{r.started_at:%Y-%m-%d %H:%M:%S}", f"{r.seconds:.1f}", r.n_documents, r.n_pages,
-         f"{r.pages_per_s:.2f}", r.metrics.get("engine") or ", ".join(r.metrics.get("engines") or []))
+         f"{r.pages_per_s:.2f}", r.metrics.get("engine") or ", ".join(r.metrics.get("engines") or []),
+         r.metrics.get("backfill", ""))
         for r in reversed(data.runs[-15:])
     ]  # fmt: skip
-    return _table(["run", "started (UTC)", "seconds", "docs", "pages", "pages/s", "engine"], rows)
+    return _table(["run", "started (UTC)", "seconds", "docs", "pages", "pages/s", "engine", "batches"], rows)
 
 
 def _stages_table(data: ReportData) -> str:

@@ -20,8 +20,9 @@ log = logging.getLogger(__name__)
 
 class Compress:
     """``Compress(ctx)(batch)`` → the batch, each document's ``work_pdf`` set: its compressed copy when one
-    was kept, else the original. Each document is compressed in a worker under a time limit; an engine
-    that renders no page (``text``) gains nothing from a smaller copy, so its documents are passed by.
+    was kept, else the original (a remote object's local copy). Each document is compressed in a worker
+    under a time limit; an engine that renders no page (``text``) gains nothing from a smaller copy, so
+    its documents are passed by.
     Records the stage's seconds in ``batch.seconds["compress"]``."""
 
     def __init__(self, ctx: RunContext) -> None:
@@ -46,7 +47,7 @@ class Compress:
             timeout_s=pdf.compress_timeout_s,
             min_image_pixels=pdf.compress_min_image_pixels,
         )
-        args = [(Path(d.source), self.ctx.layout.compressed_pdf(d.doc_id)) for d in batch.docs]
+        args = [(Path(d.readable), self.ctx.layout.compressed_pdf(d.doc_id)) for d in batch.docs]
         sizes = [d.n_pages for d in batch.docs]
         futures = workers.submit_largest_first(job, args, sizes, timeout=pdf.compress_timeout_s + 30)
         return (_result_or_none(f) for f in workers.in_order(futures, "compress"))
@@ -55,7 +56,7 @@ class Compress:
     def _record(batch: Batch, results: Iterator[CompressResult | None], progress: Progress) -> None:
         for doc, result in zip(batch.docs, results, strict=True):
             kept = result if result is not None and result.kept else None
-            doc.work_pdf = kept.output if kept else doc.source
+            doc.work_pdf = kept.output if kept else doc.readable
             doc.compressed_bytes = kept.bytes_after if kept else None
             doc.compress_method = kept.method if kept else "none"
             progress.add(pages=doc.n_pages, docs=1)

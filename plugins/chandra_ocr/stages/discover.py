@@ -10,6 +10,7 @@ from typing import Any
 from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.manifest import Batch, DocRef, plan_batches
 from chandra_ocr.pdf.discover import Discovery, discover
+from chandra_ocr.pdf.sources import LocalSource, ObjectSource
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
 from chandra_ocr.store.duckdb_store import document_versions, known_documents
@@ -29,12 +30,17 @@ class Planned:
 
 class Discover:
     """``Discover(ctx)(source, **filters)`` → ``Planned``: new PDFs (with ``reprocess``, also those
-    ingested under an older pipeline version), their pages counted in the workers (time-limited)."""
+    ingested under an older pipeline version), their pages counted in the workers (time-limited).
+
+    ``source`` is a local folder or glob, or a source object (pdf/sources.py: an object store through
+    fsspec, with the credentials its caller chose). Entries unchanged since the KB's source entries
+    table saw them are not read again (``options.rehash`` reads them all); a new remote object is
+    streamed once into its document's work area, which the stages then read (``DocRef.readable``)."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
-    def __call__(self, source: str | Path, **filters: Any) -> Planned:
+    def __call__(self, source: str | Path | LocalSource | ObjectSource, **filters: Any) -> Planned:
         discovery = self.find(source, **filters)
         log.info(
             "discovered %d new, %d known, %d duplicates, %d recent, %d refused",
@@ -43,7 +49,7 @@ class Discover:
         )  # fmt: skip
         return Planned(discovery, self.plan(discovery))
 
-    def find(self, source: str | Path, **filters: Any) -> Discovery:
+    def find(self, source: str | Path | LocalSource | ObjectSource, **filters: Any) -> Discovery:
         """The PDFs under ``source``, split into new, known, duplicate, recent and refused."""
         ctx = self.ctx
         known = known_documents(ctx.layout)
@@ -51,14 +57,24 @@ class Discover:
             versions = document_versions(ctx.layout)
             current = {d for d, (version, _model) in versions.items() if version == PIPELINE_VERSION}
             known = {d: uri for d, uri in known.items() if d in current}
-        return discover(source, known, settle_seconds=ctx.options.pdf.settle_seconds, **filters)
+        return discover(
+            source,
+            known,
+            settle_seconds=ctx.options.pdf.settle_seconds,
+            layout=ctx.layout,
+            rehash=ctx.options.rehash,
+            **filters,
+        )
 
     def plan(self, discovery: Discovery) -> list[Batch]:
         """Batches of about ``options.batch_pages`` pages (page counts read in the workers)."""
-        docs = [DocRef(f.doc_id, f.path, f.bytes) for f in discovery.new]
+        docs = [
+            DocRef(f.doc_id, f.path, f.bytes, work_pdf=f.local, local=f.local, replaces=f.replaces)
+            for f in discovery.new
+        ]
         progress = Progress("plan: counting pages", 0, log, total_docs=len(docs))
         with self.ctx.pool() as workers:
-            futures = [workers.submit(_count_pages, d.source, timeout=COUNT_TIMEOUT_S) for d in docs]
+            futures = [workers.submit(_count_pages, d.readable, timeout=COUNT_TIMEOUT_S) for d in docs]
             for doc, fut in zip(docs, workers.in_order(futures, "page count"), strict=True):
                 try:
                     doc.n_pages = int(fut.result())

@@ -1,15 +1,19 @@
-"""Load stage: the written shards of some batches into DuckDB in one transaction, with the run's record."""
+"""Load stage: the written shards of some batches into the KB in one write session, with the run's record;
+then the documents they replace at the same source location forgotten, remote objects' local copies
+deleted and, after the run's last load, the Parquet files merged where a size tier has filled up."""
 
 from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from chandra_ocr.manifest import Batch, pages_read, run_metrics
+from chandra_ocr.manifest import Batch, DocRef, pages_read, run_metrics
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
-from chandra_ocr.store.duckdb_store import RunRecord, load_documents
+from chandra_ocr.store.compact import compact_if_due
+from chandra_ocr.store.duckdb_store import RunRecord, forget_documents, load_documents
 
 log = logging.getLogger(__name__)
 
@@ -19,12 +23,15 @@ class Load:
 
     Each batch's ``seconds["load"]`` gets its share of the load's time, by pages. With ``run``
     (the run's batches: all of them, these included), the run's record is stored in the same
-    transaction once the rows are in, so that it times this load too."""
+    session once the rows are in, so that it times this load too (``metrics`` added to its metrics),
+    and compaction follows in a session of its own: the load is published, and visible, first."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
-    def __call__(self, batches: list[Batch], run: list[Batch] | None = None) -> dict[str, int]:
+    def __call__(
+        self, batches: list[Batch], run: list[Batch] | None = None, metrics: dict[str, Any] | None = None
+    ) -> dict[str, int]:
         pages = sum(b.pages for b in batches)
         docs = [d.doc_id for b in batches for d in b.docs]
         progress = Progress(f"load {len(batches)} batch(es)", pages, log, total_docs=len(docs))
@@ -35,12 +42,29 @@ class Load:
 
         def record() -> RunRecord:
             share(progress.elapsed())
-            return run_record(self.ctx, run or batches)
+            made = run_record(self.ctx, run or batches)
+            made.metrics.update(metrics or {})
+            return made
 
         counts = load_documents(self.ctx.layout, docs, record if run is not None else None)
+        after_load(self.ctx, [d for b in batches for d in b.docs])
         progress.add(pages=pages, docs=len(docs))
         share(progress.done())
+        if run is not None and any(b.docs for b in run):
+            compact_if_due(self.ctx.layout)
         return counts
+
+
+def after_load(ctx: RunContext, docs: list[DocRef]) -> None:
+    """Once documents are loaded: forget the older documents they replaced at the same source location
+    (their chunks get tombstones), and delete the work-area copies of remote objects."""
+    replaced = sorted({d.replaces for d in docs if d.replaces} - {d.doc_id for d in docs})
+    if replaced:
+        log.info("%d document(s) replaced at their source location: forgetting the old ones", len(replaced))
+        forget_documents(ctx.layout, replaced)
+    for doc in docs:
+        if doc.local:
+            Path(doc.local).unlink(missing_ok=True)
 
 
 def run_record(ctx: RunContext, batches: list[Batch]) -> RunRecord:

@@ -1,1 +1,1 @@
-"""Storage: Parquet shards per document and the DuckDB loader."""
+"""Storage: staged Parquet shards, the Parquet dataset, and kb.duckdb (views + catalog) with its loader."""

@@ -1,14 +1,13 @@
-"""The knowledge base's DuckDB file: schema, the single-writer loader, and read helpers.
+"""The knowledge base's loader, forget, and read helpers over kb.duckdb.
 
-DuckDB lets one process hold a read-write connection and then blocks every other process,
-readers included; ``connect`` waits (bounded) for the lock instead of failing at once.
+Rows live in Parquet files under ``kb/parquet/`` (store/dataset.py); kb.duckdb holds the views
+over them and the catalog, and every change is published as a new kb.duckdb (store/session.py).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,8 +16,10 @@ from datetime import datetime
 import duckdb
 
 from chandra_ocr.errors import StoreError
+from chandra_ocr.store.dataset import add_files, next_gen, write_file
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
-from chandra_ocr.store.schema import apply_schema
+from chandra_ocr.store.schema import dataset_ddl
+from chandra_ocr.store.session import WriteSession, write_session
 
 log = logging.getLogger(__name__)
 
@@ -35,19 +36,13 @@ class RunRecord:
     metrics: dict
 
 
-def connect(layout: KbLayout, *, read_only: bool = False, wait_s: float = 120.0) -> duckdb.DuckDBPyConnection:
-    """Open the KB file, waiting up to ``wait_s`` while another process holds its lock."""
-    layout.root.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + wait_s
-    delay = 0.05
-    while True:
-        try:
-            return duckdb.connect(str(layout.duckdb_path), read_only=read_only)
-        except duckdb.IOException as e:
-            if "lock" not in str(e).lower() or time.monotonic() > deadline:
-                raise StoreError(f"cannot open {layout.duckdb_path}: {e}") from e
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+def connect(layout: KbLayout, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open kb.duckdb for reading. Writers never open it (they publish a new file, store/session.py),
+    so this neither waits for a load nor makes one wait."""
+    try:
+        return duckdb.connect(str(layout.duckdb_path), read_only=read_only)
+    except duckdb.Error as e:
+        raise StoreError(f"cannot open {layout.duckdb_path}: {e}") from e
 
 
 @contextmanager
@@ -70,8 +65,8 @@ def known_documents(layout: KbLayout) -> dict[str, str]:
     try:
         has = con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'documents'"
-        ).fetchone()
-        if not has or not has[0]:
+        ).fetchall()[0][0]
+        if not has:
             return {}
         return dict(con.execute("SELECT doc_id, source_uri FROM documents").fetchall())
     finally:
@@ -97,69 +92,102 @@ def document_versions(layout: KbLayout) -> dict[str, tuple[str, str | None]]:
 def load_documents(
     layout: KbLayout, doc_ids: Iterable[str], run: Callable[[], RunRecord] | None = None
 ) -> dict[str, int]:
-    """Upsert the shards of ``doc_ids`` into DuckDB in one transaction; returns rows loaded per table.
+    """Load the staged shards of ``doc_ids`` in one write session; returns rows loaded per table.
 
-    A document's rows are replaced as a whole (no orphans); ``first_seen`` and, for unchanged
-    chunks, ``updated_at`` survive re-ingestion, new or changed chunks get the load's time as
-    ``updated_at``; chunks that disappear get tombstones. ``run`` makes the run's record once the
-    rows are in (so that it can time the load), stored in the same transaction.
+    The rows become one new Parquet file per table (``kb/parquet/<table>/``), published with the
+    run's record at once; then the shards are deleted. A document's rows are replaced as a whole
+    (no orphans); ``first_seen`` and, for unchanged chunks, ``updated_at`` survive re-ingestion,
+    new or changed chunks get the load's time as ``updated_at``; chunks that disappear get
+    tombstones. Keys are checked among the loaded rows. A document without shards that is already
+    in the knowledge base was loaded by an earlier try of the same load and is passed by.
+    ``run`` makes the run's record once the rows are in (so that it can time the load). The work
+    is that of the new rows (and a look-up of their doc_ids among the loaded ones), whatever the
+    KB's size; merging files is for ``compact_if_due`` afterwards (store/compact.py).
     """
     doc_ids = sorted(set(doc_ids))
-    missing = [d for d in doc_ids if not layout.shard("documents", d).exists()]
-    if missing:
-        raise StoreError(f"no shards for {len(missing)} document(s), e.g. {missing[0]}")
-    con = connect(layout)
+    staged = [d for d in doc_ids if layout.shard("documents", d).exists()]
+    if len(staged) < len(doc_ids):
+        known = known_documents(layout)
+        missing = [d for d in doc_ids if d not in known and not layout.shard("documents", d).exists()]
+        if missing:
+            raise StoreError(f"no shards for {len(missing)} document(s), e.g. {missing[0]}")
+    with write_session(layout) as session:
+        counts = _load(session, staged) if staged else dict.fromkeys(SHARD_TABLES, 0)
+        if run is not None and doc_ids:  # also when another run loaded them all first
+            _record_run(session.con, run())
+    for doc_id in staged:
+        for table in SHARD_TABLES:
+            layout.shard(table, doc_id).unlink(missing_ok=True)
+    log.info("loaded %d document(s) into %s: %s", len(staged), layout.duckdb_path, counts)
+    return counts
+
+
+def _load(session: WriteSession, doc_ids: list[str]) -> dict[str, int]:
+    con, layout = session.con, session.layout
+    counts = _stage(con, layout, doc_ids)
     try:
-        apply_schema(con)
-        # Shards are many small files: with insertion order kept, DuckDB's threads wait on each
-        # other to order their rows (a 59-document load read its shards in 115 ms on 2 threads,
-        # 85 ms on one, 70 ms unordered). Tables have keys; nothing reads them in physical order.
-        con.execute("SET SESSION preserve_insertion_order = false")
-        if not doc_ids:
-            counts = dict.fromkeys(SHARD_TABLES, 0)
-        else:
-            with transaction(con):
-                counts = _upsert(con, layout, doc_ids)
-                if run is not None:
-                    _record_run(con, run())
-        log.info("loaded %d document(s) into %s: %s", len(doc_ids), layout.duckdb_path, counts)
-        return counts
+        _merge(con, layout, [t for t in SHARD_TABLES if counts[t]])
     finally:
-        con.close()
+        con.execute("DETACH staging")
+    return counts
 
 
-def _upsert(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]) -> dict[str, int]:
+def _stage(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]) -> dict[str, int]:
+    """The staged shards of ``doc_ids`` in the keyed tables of ``staging``, an in-memory database
+    attached to the session (no second DuckDB instance): a duplicate key, or a NULL where the
+    schema forbids one, fails the load here."""
+    # Shards are many small files: with insertion order kept, DuckDB's threads wait on each other
+    # to order their rows (a 59-document load read its shards in 115 ms on 2 threads, 85 ms on one,
+    # 70 ms unordered). Files are written sorted by doc_id instead.
+    con.execute("SET preserve_insertion_order = false")
+    con.execute("ATTACH ':memory:' AS staging")
+    con.execute(dataset_ddl("staging"))
     counts = {}
     for table in SHARD_TABLES:  # fixed identifiers, never built from document content
         paths = [str(p) for d in doc_ids if (p := layout.shard(table, d)).exists()]  # no rows: no shard
         if paths:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM read_parquet(?)", [paths])
+            counts[table] = con.execute(
+                f"INSERT INTO staging.{table} BY NAME SELECT * FROM read_parquet(?)", [paths]
+            ).fetchall()[0][0]
         else:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE new_{table} AS SELECT * FROM {table} LIMIT 0")
-        counts[table] = con.fetchall()[0][0]  # CREATE … AS answers with its row count
+            counts[table] = 0
+    return counts
+
+
+def _merge(con: duckdb.DuckDBPyConnection, layout: KbLayout, tables: list[str]) -> None:
+    """The staged rows of ``tables`` (those with rows) as this generation's files, with what they
+    replace marked superseded."""
+    now = con.execute("SELECT now()").fetchall()[0][0]
+    gen = next_gen(con)
     con.execute(
-        "UPDATE new_documents n SET first_seen = d.first_seen FROM documents d WHERE d.doc_id = n.doc_id"
+        "CREATE OR REPLACE TEMP TABLE prior AS SELECT doc_id, first_seen FROM documents "
+        "WHERE doc_id IN (SELECT doc_id FROM staging.documents)"
     )
     # A changed chunk's updated_at is this load's time, not its assembly time: a feed export that ran
     # between the two would otherwise have moved its watermark past the chunk before it was visible.
-    con.execute("UPDATE new_chunks SET updated_at = now()")
-    con.execute(
-        "UPDATE new_chunks n SET updated_at = c.updated_at FROM chunks c "
-        "WHERE c.chunk_id = n.chunk_id AND c.content_hash = n.content_hash"
-    )
-    con.execute(
-        "INSERT OR REPLACE INTO chunk_tombstones "
-        "SELECT chunk_id, doc_id, now() FROM chunks "
-        "WHERE doc_id IN (SELECT doc_id FROM new_documents) "
-        "AND chunk_id NOT IN (SELECT chunk_id FROM new_chunks)"
-    )
-    con.execute("DELETE FROM chunk_tombstones WHERE chunk_id IN (SELECT chunk_id FROM new_chunks)")
-    for table in reversed(SHARD_TABLES):
-        con.execute(f"DELETE FROM {table} WHERE doc_id IN (SELECT doc_id FROM new_documents)")
-    for table in SHARD_TABLES:
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM new_{table}")
-        con.execute(f"DROP TABLE new_{table}")
-    return counts
+    con.execute("UPDATE staging.chunks SET updated_at = ?", [now])
+    if con.execute("SELECT count(*) FROM prior").fetchall()[0][0]:  # re-ingested documents
+        con.execute(
+            "UPDATE staging.documents n SET first_seen = p.first_seen FROM prior p WHERE p.doc_id = n.doc_id"
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE prior_chunks AS "
+            "SELECT chunk_id, doc_id, content_hash, updated_at FROM chunks "
+            "WHERE doc_id IN (SELECT doc_id FROM prior)"
+        )
+        con.execute(
+            "UPDATE staging.chunks n SET updated_at = c.updated_at FROM prior_chunks c "
+            "WHERE c.chunk_id = n.chunk_id AND c.content_hash = n.content_hash"
+        )
+        con.execute(
+            "INSERT OR REPLACE INTO chunk_tombstones SELECT chunk_id, doc_id, ? FROM prior_chunks "
+            "WHERE chunk_id NOT IN (SELECT chunk_id FROM staging.chunks)",
+            [now],
+        )
+        con.execute("INSERT OR REPLACE INTO kb_superseded SELECT doc_id, ? FROM prior", [gen])
+    con.execute("DELETE FROM chunk_tombstones WHERE chunk_id IN (SELECT chunk_id FROM staging.chunks)")
+    written = [write_file(con, layout, t, f"SELECT * FROM staging.{t} ORDER BY doc_id", gen) for t in tables]
+    add_files(con, written)
 
 
 def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
@@ -172,30 +200,26 @@ def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
 def forget_documents(layout: KbLayout, doc_ids: Iterable[str]) -> dict[str, int]:
     """Remove documents from the knowledge base (rows, shards, exports); returns rows deleted per table.
 
-    In one transaction, every chunk of the documents gets a tombstone (so the vector feed's
-    next export deletes their vectors) and their rows leave every shard table. Then their
-    Parquet shards and Markdown/JSON exports are deleted. Unknown ids are ignored. A document
-    whose PDF is still in the source folder is ingested again by the next run.
+    In one write session, every chunk of the documents gets a tombstone (so the vector feed's
+    next export deletes their vectors) and their rows stop counting in every dataset table (until
+    compaction rewrites the files without them). Then their staged shards and Markdown/JSON exports
+    are deleted. Unknown ids are ignored. A document whose PDF is still in the source folder is
+    ingested again by the next run.
     """
     doc_ids = sorted(set(doc_ids))
-    con = connect(layout)
-    try:
-        apply_schema(con)
-        with transaction(con):
-            con.execute(
-                "CREATE OR REPLACE TEMP TABLE forget_ids AS SELECT unnest(?::VARCHAR[]) AS doc_id", [doc_ids]
-            )
-            con.execute(
-                "INSERT OR REPLACE INTO chunk_tombstones "
-                "SELECT chunk_id, doc_id, now() FROM chunks WHERE doc_id IN (SELECT doc_id FROM forget_ids)"
-            )
-            counts = {}
-            for table in reversed(SHARD_TABLES):  # fixed identifiers
-                where = "WHERE doc_id IN (SELECT doc_id FROM forget_ids)"
-                counts[table] = con.execute(f"SELECT count(*) FROM {table} {where}").fetchall()[0][0]
-                con.execute(f"DELETE FROM {table} {where}")
-    finally:
-        con.close()
+    with write_session(layout) as session:
+        con = session.con
+        con.execute("CREATE TEMP TABLE forget_ids AS SELECT unnest(?::VARCHAR[]) AS doc_id", [doc_ids])
+        where = "WHERE doc_id IN (SELECT doc_id FROM forget_ids)"
+        con.execute(
+            f"INSERT OR REPLACE INTO chunk_tombstones SELECT chunk_id, doc_id, now() FROM chunks {where}"
+        )
+        counts = {}
+        for table in reversed(SHARD_TABLES):  # fixed identifiers
+            counts[table] = con.execute(f"SELECT count(*) FROM {table} {where}").fetchall()[0][0]
+        con.execute(
+            f"INSERT OR REPLACE INTO kb_superseded SELECT doc_id, ? FROM documents {where}", [next_gen(con)]
+        )
     for doc_id in doc_ids:
         for path in [layout.shard(t, doc_id) for t in SHARD_TABLES] + [
             layout.export(doc_id, s) for s in (".md", ".json")

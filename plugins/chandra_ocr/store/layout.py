@@ -10,7 +10,7 @@ SHARD_TABLES = ("documents", "pages", "blocks", "tables", "table_cells", "chunks
 
 @dataclass(frozen=True)
 class KbLayout:
-    """Paths of one knowledge base: the DuckDB file, Parquet shards, work files and exports."""
+    """Paths of one knowledge base: kb.duckdb, the Parquet dataset, staged shards, work files, exports."""
 
     root: Path
 
@@ -18,9 +18,28 @@ class KbLayout:
     def duckdb_path(self) -> Path:
         return self.root / "kb.duckdb"
 
+    @property
+    def write_lock(self) -> Path:
+        """The lock file that serialises writers (loads, forget, compaction, feed exports)."""
+        return self.root / ".write.lock"
+
+    @property
+    def next_duckdb_path(self) -> Path:
+        """The next kb.duckdb, built by a writer and renamed onto ``duckdb_path`` when complete."""
+        return self.root / ".kb.duckdb.next"
+
+    def dataset_dir(self, table: str) -> Path:
+        """The loaded rows of ``table``: a few large Parquet files listed in kb.duckdb's ``kb_files``."""
+        return self.root / "parquet" / table
+
+    def snapshot_dir(self, table: str) -> Path:
+        """Second names (hard links) of the dataset files, the ones kb.duckdb's views read: kept for a
+        while after compaction replaced a file, for readers of an older kb.duckdb."""
+        return self.root / "snapshots" / table
+
     def shard(self, table: str, doc_id: str) -> Path:
-        """The deterministic Parquet shard of one document for one table."""
-        return self.root / "parquet" / table / f"{doc_id}.parquet"
+        """The deterministic Parquet shard of one document for one table, staged until it is loaded."""
+        return self.root / "staging" / table / f"{doc_id}.parquet"
 
     def work_dir(self, doc_id: str) -> Path:
         """Scratch space of one document: compressed copy and page checkpoints."""
@@ -35,6 +54,20 @@ class KbLayout:
     def document_checkpoint(self, doc_id: str) -> Path:
         """The document-level record (page count, quarantine reason) written by the extract stage."""
         return self.work_dir(doc_id) / "document.json"
+
+    def source_copy(self, doc_id: str) -> Path:
+        """The copy of a remote source object that the batch reads (deleted once it is loaded)."""
+        return self.work_dir(doc_id) / "source.pdf"
+
+    @property
+    def fetch_spool(self) -> Path:
+        """Where remote objects are streamed while they are hashed, before they have a doc_id."""
+        return self.root / "work" / "fetch"
+
+    @property
+    def source_entries(self) -> Path:
+        """What discovery saw per location: size, mtime, ETag → doc_id (store/source_entries.py)."""
+        return self.root / "sources" / "entries.parquet"
 
     def export(self, doc_id: str, suffix: str) -> Path:
         """Per-document exports: ``.md`` (Markdown) and ``.json`` (the document model)."""

@@ -1,4 +1,4 @@
-"""Per-document Parquet shards, typed by the SQL schema and written atomically."""
+"""Per-document Parquet shards (staged until loaded), typed by the SQL schema and written atomically."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from chandra_ocr.store.atomic import write_bytes_atomic
 from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
-from chandra_ocr.store.schema import apply_schema
+from chandra_ocr.store.schema import dataset_ddl
 
 
 def arrow_schema(table: str) -> pa.Schema:
@@ -30,7 +30,7 @@ def arrow_schemas() -> dict[str, pa.Schema]:
     """
     con = duckdb.connect(":memory:", config={"threads": 1})
     try:
-        apply_schema(con)
+        con.execute(dataset_ddl())
         return {
             table: con.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema for table in SHARD_TABLES
         }
@@ -51,7 +51,7 @@ def _parquet_bytes(table: pa.Table) -> bytes:
     """The Parquet file of ``table`` built in memory (Arrow writes a file in many small pieces).
 
     A shard holds one document: dictionary pages and min/max statistics pay off for ``doc_id``
-    alone (readers of ``parquet/<table>/*.parquet`` skip other documents' files by it). Leaving
+    alone (readers of ``staging/<table>/*.parquet`` skip other documents' files by it). Leaving
     them out for the other columns makes a shard ~20 % cheaper to write and to load.
     """
     sink = pa.BufferOutputStream()

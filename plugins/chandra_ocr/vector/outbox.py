@@ -1,7 +1,7 @@
 """The vector feed: chunks added, changed or deleted since a feed's last export, as one outbox Parquet file.
 
 Each export writes ``<kb>/outbox/<feed>-<export_no:06d>.parquet`` and then advances the feed's
-watermark (table ``feed_watermarks``, sql/002_feed.sql) in the same DuckDB transaction, so a
+watermark (table ``feed_watermarks``, sql/003_feed.sql) in the same write session, so a
 crash between the two rewrites the same file on the next try instead of losing or skipping rows.
 
 Outbox columns, one row per chunk, deletes first, then upserts by ``doc_id, chunk_no``:
@@ -29,9 +29,8 @@ import pyarrow.parquet as pq
 
 from chandra_ocr.errors import StoreError
 from chandra_ocr.store.atomic import write_atomic
-from chandra_ocr.store.duckdb_store import connect, transaction
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.schema import apply_schema
+from chandra_ocr.store.session import write_session
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +85,8 @@ def export_changes(layout: KbLayout, feed: str = "vector", wait_s: float = 120.0
     """
     if not feed.replace("_", "").replace("-", "").isalnum():
         raise StoreError(f"feed name must be alphanumeric (with - or _), got {feed!r}")
-    con = connect(layout, wait_s=wait_s)
-    try:
-        apply_schema(con)
-        with transaction(con):
-            result = _export(con, layout, feed)
-    finally:
-        con.close()
+    with write_session(layout, wait_s=wait_s) as session:
+        result = _export(session.con, layout, feed)
     log.info(
         "feed %s: export %d → %s (%d upserts, %d deletes)",
         feed,

@@ -1,0 +1,164 @@
+"""Readers in other processes never block a load (nor it them); compaction keeps the live rows only."""
+
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import UTC, datetime
+
+import duckdb
+from store.test_loader import _doc
+
+from chandra_ocr.store.compact import FAN_IN, compact_if_due, compact_kb
+from chandra_ocr.store.duckdb_store import connect, forget_documents, load_documents
+from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+from chandra_ocr.store.parquet import write_shards
+from chandra_ocr.store.rows import document_rows
+from chandra_ocr.store.schema import dataset_ddl
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _stage(layout, doc_id, texts):
+    doc, chunks = _doc(doc_id, texts)
+    write_shards(layout, doc_id, document_rows(doc, chunks, run_id="r", now=T0))
+
+
+def _count(layout, sql="SELECT count(*) FROM documents"):
+    con = connect(layout)
+    try:
+        return con.execute(sql).fetchone()[0]
+    finally:
+        con.close()
+
+
+def _rows(layout):
+    con = connect(layout)
+    try:
+        return {t: sorted(con.sql(f"SELECT * FROM {t}").fetchall(), key=repr) for t in SHARD_TABLES}
+    finally:
+        con.close()
+
+
+def _reader(layout):
+    """Another process holding a read-only connection; each line on stdin is a query it answers."""
+    script = textwrap.dedent(f"""
+        import duckdb, sys
+        con = duckdb.connect({str(layout.duckdb_path)!r}, read_only=True)
+        print("open", flush=True)
+        for sql in sys.stdin:
+            print(con.execute(sql).fetchone()[0], flush=True)
+    """)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "open"
+    return proc
+
+
+def _ask(proc, sql):
+    proc.stdin.write(sql + "\n")
+    proc.stdin.flush()
+    return proc.stdout.readline().strip()
+
+
+def test_a_load_succeeds_while_another_process_holds_a_read_only_connection(tmp_path):
+    layout = KbLayout(tmp_path)
+    _stage(layout, "d1", ["alpha"])
+    load_documents(layout, ["d1"])
+    reader = _reader(layout)
+    try:
+        _stage(layout, "d2", ["beta"])
+        started = time.monotonic()
+        load_documents(layout, ["d2"])
+        assert time.monotonic() - started < 10  # not the old 120 s wait for the lock
+        assert _ask(reader, "SELECT count(*) FROM documents") == "1"  # its snapshot: the file it opened
+        assert _count(layout) == 2  # reopened: the new data
+        forget_documents(layout, ["d1"])  # any writer, not only the loader
+        assert _count(layout, "SELECT string_agg(doc_id) FROM documents") == "d2"
+    finally:
+        reader.stdin.close()
+        reader.wait(10)
+    assert reader.returncode == 0
+
+
+def test_a_reader_connecting_during_a_load_gets_the_last_committed_state_at_once(tmp_path):
+    layout = KbLayout(tmp_path)
+    _stage(layout, "d0", ["zero"])
+    load_documents(layout, ["d0"])
+    ids = [f"d{i:03d}" for i in range(1, 301)]
+    for doc_id in ids:
+        _stage(layout, doc_id, ["alpha", "beta"])
+    loader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from chandra_ocr.store.layout import KbLayout; "
+            "from chandra_ocr.store.duckdb_store import load_documents; "
+            f"load_documents(KbLayout(Path(sys.argv[1])), {ids!r})",
+            str(layout.root),
+        ]
+    )
+    seen, slowest = set(), 0.0
+    while loader.poll() is None or not seen:
+        started = time.monotonic()
+        con = duckdb.connect(str(layout.duckdb_path), read_only=True)
+        seen.add(con.execute("SELECT count(*) FROM documents").fetchone()[0])
+        con.close()
+        slowest = max(slowest, time.monotonic() - started)
+    assert loader.returncode == 0
+    assert seen <= {1, 301} and 1 in seen  # the old state or the new one, never a part
+    assert slowest < 1.0
+    assert _count(layout) == 301
+
+
+def test_loads_add_a_bounded_number_of_files_and_compaction_keeps_the_live_rows(tmp_path):
+    layout = KbLayout(tmp_path)
+    merged = 0
+    for run in range(2 * FAN_IN + 1):
+        _stage(layout, f"r{run}", [f"text {run}", "common"])
+        before = len(list((tmp_path / "parquet" / "chunks").glob("*.parquet")))
+        load_documents(layout, [f"r{run}"])
+        assert len(list((tmp_path / "parquet" / "chunks").glob("*.parquet"))) == before + 1  # the load alone
+        merged += compact_if_due(layout) is not None  # what a run does after its load
+        files = [p for p in (tmp_path / "parquet" / "chunks").iterdir()]
+        assert len(files) < FAN_IN + 1  # merged as tiers fill up, not one file per load for ever
+    assert merged == 2
+    _stage(layout, "r1", ["text 1", "changed"])  # re-ingested: its old rows must go
+    load_documents(layout, ["r1"])
+    forget_documents(layout, ["r2"])
+    before = _rows(layout)
+    assert {r[0] for r in before["documents"]} == {f"r{i}" for i in range(2 * FAN_IN + 1)} - {"r2"}
+    assert sorted(r[4] for r in before["chunks"] if r[1] == "r1") == ["changed", "text 1"]
+
+    reader = _reader(layout)  # opened before the compaction
+    counts = compact_kb(layout)
+    assert all(after == 1 for _, after in counts.values()), counts
+    assert _rows(layout) == before
+    try:  # still reads the replaced files (their snapshot names are kept for a day)
+        assert _ask(reader, "SELECT count(*) FROM chunks") == str(len(before["chunks"]))
+    finally:
+        reader.stdin.close()
+        reader.wait(10)
+    con = duckdb.connect()  # a reader of kb/parquet/ without kb.duckdb sees the same rows
+    for table in SHARD_TABLES:
+        direct = con.sql(f"SELECT * FROM read_parquet('{tmp_path}/parquet/{table}/*.parquet')").fetchall()
+        assert sorted(direct, key=repr) == before[table], table
+    assert _count(layout, "SELECT count(*) FROM kb_superseded") == 0
+
+
+def test_a_kb_duckdb_with_the_rows_in_tables_is_moved_into_parquet_files_by_its_next_write(tmp_path):
+    layout = KbLayout(tmp_path)
+    _stage(layout, "old", ["alpha"])
+    con = duckdb.connect(str(layout.duckdb_path))  # the layout before the Parquet dataset
+    con.execute(dataset_ddl())
+    for table in SHARD_TABLES:
+        con.execute(f"INSERT INTO {table} SELECT * FROM read_parquet(?)", [str(layout.shard(table, "old"))])
+    con.close()
+    for table in SHARD_TABLES:
+        layout.shard(table, "old").unlink()
+    _stage(layout, "new", ["beta"])
+    load_documents(layout, ["new"])
+    assert _count(layout, "SELECT string_agg(doc_id ORDER BY doc_id) FROM chunks") == "new,old"
+    assert _count(layout, "SELECT count(*) FROM duckdb_views() WHERE view_name = 'documents'") == 1
+    assert len(list((tmp_path / "parquet" / "documents").glob("part-*.parquet"))) == 2
