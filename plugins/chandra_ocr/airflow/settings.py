@@ -99,12 +99,12 @@ class RunConfig:
     source: str
     kb: str
     vllm_conn_id: str
-    source_conn_id: str | None = None
     options: dict[str, Any] = field(default_factory=dict)  # IngestOptions.to_dict()
     modified_since: str | None = None
     modified_until: str | None = None
     max_documents: int | None = None
     started_at: str | None = None  # when the run's preflight resolved these settings (ISO)
+    source_conn_id: str | None = None  # the Airflow connection of an object-store source
 
     def ingest_options(self) -> IngestOptions:
         return IngestOptions.from_dict(self.options)
