@@ -4,7 +4,8 @@
 # issue 22's runs (varied lengths): added beside the fixed-length rows, which stay as they are
 .venv/bin/python bench/gpu_h200_report.py RUN_DIR [RUN_DIR ...] --varied --commands commands.json \\
     --not-run "what did not run, and why" [--note "a finding"] [--profile RUN_DIR/lighton_profile.json]
-# (presets measured by RUN_DIRS replace the section's; the others and the earlier commands stay)
+# (presets measured by RUN_DIRS replace the section's; the others, the earlier notes and commands stay;
+#  --tag S files this run's presets as KEY@S beside the earlier ones, so one machine session's modes pair)
 """
 
 from __future__ import annotations
@@ -156,11 +157,18 @@ VARIED_TARGETS = {
 }
 
 
-def preset_key(job: dict[str, Any]) -> str:
-    """A varied-lengths preset: the shape, its weight quantization and a non-default KV cache dtype."""
+def preset_key(job: dict[str, Any], tag: str | None = None) -> str:
+    """A varied-lengths preset: the shape, its weight quantization and a non-default KV cache dtype;
+    ``tag`` (a machine session) is appended as ``@tag``."""
     key = job["shape"] + (f"_{job['quantization']}" if job.get("quantization") else "")
     kv = job.get("kv_cache_dtype", "auto")
-    return key + (f"_kv{kv}" if kv != "auto" else "")
+    return key + (f"_kv{kv}" if kv != "auto" else "") + (f"@{tag}" if tag else "")
+
+
+def bf16_of(key: str) -> str:
+    """The bf16 preset an FP8 preset is compared with: the same shape and the same session tag."""
+    _, at, tag = key.partition("@")
+    return "qwen2_5_vl_7b" + (at + tag if at else "")
 
 
 def varied_section(
@@ -173,7 +181,7 @@ def varied_section(
     presets: dict[str, Any] = dict(old.get("presets", {}))
     fresh: set[str] = set()
     for job in jobs:
-        key = preset_key(job)
+        key = preset_key(job, args.tag)
         if key not in fresh:
             presets[key], fresh = {"modes": {}, "engines": []}, fresh | {key}
         entry = presets[key]
@@ -209,8 +217,8 @@ def varied_section(
             entry["b_over_c"] = round(rate["b"] / rate["c"], 3)
         for ratio in ("b_over_a", "b_over_c"):
             found[f"{key}.{ratio}"] = (entry.get(ratio), VARIED_TARGETS[ratio])
-    b16 = presets.get("qwen2_5_vl_7b", {}).get("modes", {}).get("b")
     for key in [k for k in presets if k.startswith("qwen2_5_vl_7b_fp8")]:
+        b16 = presets.get(bf16_of(key), {}).get("modes", {}).get("b")
         b8 = presets[key]["modes"].get("b")
         found[f"{key}.fp8_over_bf16"] = (
             round(b8["pages_per_s"] / b16["pages_per_s"], 3) if b8 and b16 else None,
@@ -231,7 +239,7 @@ def varied_section(
         "targets": {
             k: {"value": v, "target": t, "met": None if v is None else v >= t} for k, (v, t) in found.items()
         },
-        "notes": args.note,
+        "notes": old.get("notes", []) + args.note,
         "not_run": args.not_run,
         "commands": old.get("commands", []) + json.loads(args.commands.read_text()),
     }
@@ -252,6 +260,7 @@ def main() -> None:
     p.add_argument("--note", action="append", default=[], help="a finding to record with the runs (--varied)")
     p.add_argument("--varied", action="store_true", help="issue 22's runs: add them beside the fixed rows")
     p.add_argument("--profile", type=Path, default=None, help="lighton_profile.json to include (--varied)")
+    p.add_argument("--tag", default=None, help="--varied: file this run's presets as KEY@TAG (one session)")
     args = p.parse_args()
     jobs = {f.stem: json.loads(f.read_text()) for d in args.runs for f in sorted(d.glob("*.json"))}
     if args.varied:
