@@ -52,6 +52,12 @@ _PRELOAD = ["chandra_ocr.pdf.render"]  # imported once in the fork server (pymup
 # Past a task's own limit: time for pebble to notice, kill the worker and start another (forkserver).
 _GRACE_S = 30.0
 _CLOSE_S = 30.0  # close() waits this long for the pool to wind down, then kills it
+# pebble's pool threads poll in steps of ``CONSTS.sleep_unit`` (0.1 s): a pool's start and close each
+# wait out about one step of its manager and message loops, ~0.15 s a pool and two pools a run
+# (bench/born_digital.py's ``fixed_cost``). At 10 ms the two loops of a live pool wake ~200 times a
+# second (microseconds each); deadlines and kills are unaffected (they are whole seconds).
+POLL_S = 0.01
+pebble.common.CONSTS.sleep_unit = POLL_S
 
 
 class PdfWorkers:
