@@ -23,6 +23,7 @@ from chandra_ocr.document import Block, Table
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.tables import table_from_rows, table_text
 from chandra_ocr.pdf.native_tables import ruled_tables
+from chandra_ocr.pdf.partly_ruled import frames, partly_ruled_tables
 from chandra_ocr.pdf.ruled_grid import Word, drawn_rules, has_cells, page_words
 from chandra_ocr.pdf.stream_tables import StreamTable, stream_tables
 from chandra_ocr.pdf.text_layer import join_lines
@@ -42,7 +43,8 @@ def page_tables(
     """
     rules = drawn_rules(page, page.get_cdrawings())
     ruled = rules if rules is not None and has_cells(rules) else None
-    if ruled is None and row_splits < MIN_ROW_SPLITS:
+    framed = frames(rules) if rules is not None else []
+    if ruled is None and not framed and row_splits < MIN_ROW_SPLITS:
         return blocks, []
     words = page_words(page, textpage)
     found = ruled_tables(page, ruled, words) if ruled is not None else []
@@ -50,14 +52,22 @@ def page_tables(
     boxes = [pymupdf.Rect(t.bbox) for t, _ in found]
     boxes += [pymupdf.Rect(b.bbox) for b in blocks if b.label in _EDGE and b.bbox]  # running lines: no cells
     free = [i for i, w in enumerate(words) if i not in taken and not any(_centre_in(w, b) for b in boxes)]
+    for st in partly_ruled_tables([words[i] for i in free], framed) if framed else []:
+        found += _found(st, free)
+    taken = frozenset().union(*(used for _, used in found))
+    free = [i for i in free if i not in taken]
     h_rules = rules.h if rules is not None else []
     for st in stream_tables([words[i] for i in free], h_rules):
-        try:
-            table = _to_table(st)
-        except ParseError:
-            continue
-        found.append((table, frozenset(free[i] for i in st.words)))
+        found += _found(st, free)
     return with_table_blocks(blocks, words, found)
+
+
+def _found(st: StreamTable, free: list[int]) -> list[tuple[Table, frozenset[int]]]:
+    """[(table, its page words' indices)] for a table read from the words at ``free``; [] without text."""
+    try:
+        return [(_to_table(st), frozenset(free[i] for i in st.words))]
+    except ParseError:
+        return []
 
 
 def _to_table(st: StreamTable) -> Table:

@@ -1,0 +1,286 @@
+"""Partly ruled tables: a frame of horizontal rules (perhaps with column rules), the rows from the text.
+
+Tables ruled only in part — a rule every row or every few rows, rules around the header only,
+column rules without row rules — whose words no ruled grid took (``pdf/native_tables.py``) are
+read here, before ``pdf/stream_tables.py`` sees the rest:
+
+- Frames, from the drawn rules alone (the cheap test: most pages have none, and no word is
+  looked at then): two or more horizontal rules at least ``MIN_WIDTH`` long with the same ends
+  (within ``SAME`` points); column rules inside them that start or end on one of them stretch
+  the frame to their ends (a table ruled only under its header, the columns ruled down).
+- Frames with words set beside them (within ``BESIDE``) are left to word alignment: the rules
+  cover part of a table only (row labels outside a ruled grid).
+- A band between two rules holding running text (``PROSE_LINES`` lines or more, more than
+  ``stream_tables.MAX_WORDS`` words per segment) is not the table's: it splits the frame (page
+  header rules over a page of text and a table at its foot).
+- Columns: the column rules where there are (each word in the column holding its centre), else
+  the gutters of word alignment (``stream_tables.gutter_columns``).
+- Rows are the text's visual lines. A line continues the row above it (a multi-line cell) when
+  it fills fewer columns than that row's first line, only columns that line fills, half of them
+  at most or no numbers, and either leaves the first column empty or is in a band between two
+  rules that holds that one row only. Never across a rule.
+- Header rows: lines set just above the frame's top rule (a table ruled from below its header),
+  else ``stream_tables.header_rows``; header rows within one band are one row. A leading row of
+  one cell is a title, left as text.
+- The guards of ``stream_tables.plausible`` (prose, lists, tables of contents, code).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from chandra_ocr.pdf.ruled_grid import Box, Rules, Word, merge_edges
+from chandra_ocr.pdf.stream_tables import (
+    MAX_WORDS,
+    Row,
+    StreamTable,
+    gutter_columns,
+    header_rows,
+    is_number,
+    place_cells,
+    plausible,
+    split_columns,
+    visual_rows,
+    words_box,
+)
+
+MIN_WIDTH = 72.0  # points: shorter horizontal rules do not frame a table
+SAME = 4.0  # points: rule ends this close are the same
+PROSE_LINES = 3  # a band with this many lines of long segments holds running text
+MAX_LEAD = 2  # header lines kept just above a frame's top rule
+BESIDE = 72.0  # points: words this close beside a frame's sides, on its lines: it holds part of a table
+_TOL = 2.0  # points: a word's centre this far outside a frame is still in it
+
+Cell = tuple[int, int, str]  # (first column, colspan, text)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Horizontal rules of one extent and the column rules inside them."""
+
+    box: Box
+    ys: list[float]  # the horizontal rules, top to bottom
+    xs: list[float]  # column rules running through most of the frame, left to right
+
+
+def frames(rules: Rules) -> list[Frame]:
+    """The frames among the page's drawn rules, top to bottom (module docstring); no word is read."""
+    long = [e for e in rules.drawn_h if e[2] - e[1] >= MIN_WIDTH]
+    if len(long) < 2:
+        return []
+    groups: list[list[tuple[float, float, float]]] = []
+    for e in merge_edges(long):
+        group = next((g for g in groups if abs(g[0][1] - e[1]) <= SAME and abs(g[0][2] - e[2]) <= SAME), None)
+        if group is None:
+            groups.append([e])
+        else:
+            group.append(e)
+    out = []
+    vertical = merge_edges(rules.drawn_v) if rules.drawn_v else []
+    for g in groups:
+        if len(g) < 2:
+            continue
+        ys = sorted(e[0] for e in g)
+        x0, x1 = min(e[1] for e in g), max(e[2] for e in g)
+        inside = [v for v in vertical if x0 + SAME < v[0] < x1 - SAME and _touches(v, ys)]
+        top = min([ys[0], *(v[1] for v in inside)])
+        bottom = max([ys[-1], *(v[2] for v in inside)])
+        xs = sorted({round(v[0], 1) for v in inside if v[2] - v[1] >= 0.5 * (bottom - top)})
+        out.append(Frame((x0, top, x1, bottom), ys, xs))
+    return sorted(out, key=lambda f: f.box[1])
+
+
+def _touches(v: tuple[float, float, float], ys: list[float]) -> bool:
+    """Whether vertical rule ``v`` starts or ends on one of the rules at ``ys``, or runs between them."""
+    return any(abs(v[1] - y) <= SAME or abs(v[2] - y) <= SAME for y in ys) or ys[0] <= v[1] < v[2] <= ys[-1]
+
+
+def partly_ruled_tables(words: list[Word], found: list[Frame]) -> list[StreamTable]:
+    """The tables of the frames ``found`` among ``words``, top to bottom (``StreamTable.words``
+    index ``words``)."""
+    out = []
+    for frame in found:
+        x0, top, x1, bottom = frame.box
+        ids = [i for i, w in enumerate(words) if _inside(w, (x0, top - 40.0, x1, bottom))]
+        if not ids or any(_beside(w, frame.box) for w in words):
+            continue
+        lines = [_renumbered(r, ids) for r in visual_rows([words[i] for i in ids])]
+        for part in _parts(lines, frame):
+            table = _table(part, frame)
+            if table is not None:
+                out.append(table)
+    return out
+
+
+def _inside(w: Word, box: Box) -> bool:
+    x, y = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
+    return box[0] - _TOL <= x <= box[2] + _TOL and box[1] - _TOL <= y <= box[3] + _TOL
+
+
+def _beside(w: Word, box: Box) -> bool:
+    """Whether ``w`` is set beside ``box``, within ``BESIDE`` of its left or right side (the frame
+    holds part of a table only)."""
+    x, y = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
+    if not box[1] < y < box[3]:
+        return False
+    return box[0] - BESIDE < x < box[0] - _TOL or box[2] + _TOL < x < box[2] + BESIDE
+
+
+def _renumbered(row: Row, ids: list[int]) -> Row:
+    """``row`` with its words' last field an index into the page's words again."""
+    back = {w[8]: (*w[:8], ids[w[8]]) for w in row.words}
+    for seg in row.segs:
+        seg.words = [back[w[8]] for w in seg.words]
+    row.words = list(back.values())
+    return row
+
+
+def _parts(lines: list[Row], frame: Frame) -> list[list[Row]]:
+    """Runs of the frame's lines between bands of running text, each with the header lines set
+    just above its top rule."""
+    top = frame.box[1]
+    body = [r for r in lines if _mid(r) >= top - _TOL]
+    lead = [r for r in lines if _mid(r) < top - _TOL]
+    kept: list[Row] = []
+    for r in reversed(lead):  # header lines just above the top rule, each close to the next
+        below = kept[0] if kept else None
+        near = (below.y0 if below else top) - r.y1 <= 1.5 * r.height
+        if len(kept) == MAX_LEAD or len(r.segs) < 2 or not near:
+            break
+        kept.insert(0, r)
+    bands: dict[int, list[Row]] = {}
+    for r in body:
+        bands.setdefault(_band(frame, r), []).append(r)
+    parts, run = [], list(kept)
+    for n in sorted(bands):
+        if _prose(bands[n]):
+            parts.append(run)
+            run = []
+        else:
+            run += bands[n]
+    parts.append(run)
+    return [p for p in parts if len(p) >= 2]
+
+
+def _mid(r: Row) -> float:
+    return (r.y0 + r.y1) / 2
+
+
+def _band(frame: Frame, r: Row) -> int:
+    """The number of the frame's rules above the middle of line ``r``."""
+    return bisect.bisect_left(frame.ys, _mid(r))
+
+
+def _prose(band: list[Row]) -> bool:
+    segs = [s for r in band for s in r.segs]
+    return len(band) >= PROSE_LINES and sum(s.n_words for s in segs) > MAX_WORDS * len(segs)
+
+
+def _table(lines: list[Row], frame: Frame) -> StreamTable | None:
+    """The lines of one frame as a table, or None when they fail a guard."""
+    x0, _, x1, _ = frame.box
+    if frame.xs:
+        bounds = [x0, *frame.xs, x1]
+        cols = list(zip(bounds, bounds[1:], strict=False))
+        cells = [_by_rules(r, frame.xs) for r in lines]
+    else:
+        multi = [r for r in lines if len(r.segs) >= 2]
+        cols = gutter_columns([s for r in multi for s in r.segs], len(multi)) if multi else []
+        lines, cols = split_columns(lines, cols) if cols else (lines, cols)
+        cells = [place_cells(r, cols) for r in lines]
+    if len(cols) < 2:
+        return None
+    lead = sum(1 for r in lines if _mid(r) < frame.box[1] - _TOL)
+    rows, spans = _records(lines, cells, frame, lead)
+    while rows and _is_title(rows, spans, lines, frame, len(cols)):  # left as text
+        rows, spans, lead = rows[1:], spans[1:], max(lead - 1, 0)
+    if len(rows) < 3 or not plausible(rows, len(cols)):
+        return None
+    h_rules = [(y, x0, x1) for y in frame.ys]
+    bands = [Row(lines[a].y0, lines[b - 1].y1) for a, b in spans]
+    box = words_box([w for a, b in spans for r in lines[a:b] for w in r.words])
+    n_header = lead if lead else header_rows(rows, bands, h_rules, box)
+    if not lead:
+        rows, spans, n_header = _one_header_row(rows, spans, lines, frame, n_header)
+    used = frozenset(w[8] for a, b in spans for r in lines[a:b] for w in r.words)
+    flat = [(i, c, 1, span, text) for i, row in enumerate(rows) for c, span, text in row]
+    return StreamTable(box, len(rows), len(cols), flat, n_header, used)
+
+
+def _is_title(
+    rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_cols: int
+) -> bool:
+    """Whether the first row is a title: one cell, alone in its band between two rules."""
+    if len(rows[0]) != 1 or n_cols < 3:
+        return False
+    band = _band(frame, lines[spans[0][0]])
+    return len(spans) < 2 or _band(frame, lines[spans[1][0]]) != band
+
+
+def _by_rules(r: Row, xs: list[float]) -> list[Cell]:
+    """The cells of line ``r`` between column rules at ``xs``: each word in the column of its centre."""
+    texts: dict[int, list[str]] = {}
+    for w in r.words:
+        texts.setdefault(bisect.bisect_left(xs, (w[0] + w[2]) / 2), []).append(w[4])
+    return [(c, 1, " ".join(ws)) for c, ws in sorted(texts.items())]
+
+
+def _records(
+    lines: list[Row], cells: list[list[Cell]], frame: Frame, lead: int
+) -> tuple[list[list[Cell]], list[tuple[int, int]]]:
+    """Rows of cells with multi-line cells joined (module docstring), and the lines each row spans."""
+    band = [-1 if i < lead else _band(frame, r) for i, r in enumerate(lines)]
+    left = min(r.segs[0].x0 for r in lines)
+    single = {b: _one_record(cells, band, b) for b in set(band)}
+    rows: list[list[Cell]] = []
+    spans: list[tuple[int, int]] = []
+    for i, line in enumerate(cells):
+        if rows and band[spans[-1][0]] == band[i] and band[i] >= 0:
+            first = cells[spans[-1][0]]
+            indented = lines[i].segs[0].x0 - left >= lines[i].height  # a hanging indent
+            if _continues(line, first) and (line[0][0] != 0 or indented or single[band[i]]):
+                rows[-1] = _joined(rows[-1], line)
+                spans[-1] = (spans[-1][0], i + 1)
+                continue
+        rows.append(list(line))
+        spans.append((i, i + 1))
+    return rows, spans
+
+
+def _one_record(cells: list[list[Cell]], band: list[int], b: int) -> bool:
+    """Whether every line of band ``b`` after its first continues that first line."""
+    mine = [cells[i] for i, n in enumerate(band) if n == b]
+    return len(mine) >= 2 and all(_continues(line, mine[0]) for line in mine[1:])
+
+
+def _continues(line: list[Cell], first: list[Cell]) -> bool:
+    """Whether ``line`` fills fewer columns than ``first``, only columns it fills, and half of them at
+    most or no numbers."""
+    mine, theirs = {c for c, _, _ in line}, {c for c, _, _ in first}
+    if not mine < theirs:
+        return False
+    return 2 * len(mine) <= len(theirs) or not any(is_number(t) for _, _, t in line)
+
+
+def _joined(row: list[Cell], line: list[Cell]) -> list[Cell]:
+    by_col = {c: (c, span, text) for c, span, text in row}
+    for c, _, text in line:
+        first, span, prev = by_col[c]
+        by_col[c] = (first, span, f"{prev} {text}")
+    return [by_col[c] for c in sorted(by_col)]
+
+
+def _one_header_row(
+    rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_header: int
+) -> tuple[list[list[Cell]], list[tuple[int, int]], int]:
+    """Header rows lying in one band between two rules joined into one row (a header cell's lines
+    set around the others' middle), and the number of header rows then."""
+    if n_header < 2 or len({_band(frame, lines[a]) for a, _ in spans[:n_header]}) != 1:
+        return rows, spans, n_header
+    by_col: dict[int, list[str]] = {}
+    for row in rows[:n_header]:
+        for c, _, text in row:
+            by_col.setdefault(c, []).append(text)
+    merged = [(c, 1, " ".join(t)) for c, t in sorted(by_col.items())]
+    return [merged, *rows[n_header:]], [(spans[0][0], spans[n_header - 1][1]), *spans[n_header:]], 1
