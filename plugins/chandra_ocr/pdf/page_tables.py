@@ -1,10 +1,11 @@
 """A text-layer page's tables, ruled and unruled, and its blocks with each word in exactly one of them.
 
 - Ruled tables first (``pdf/native_tables.py``, searched only when the drawn edges enclose cells),
-  then tables from word alignment (``pdf/stream_tables.py``) among the words no ruled table
+  then partly ruled ones (``pdf/partly_ruled.py``, searched only in frames of drawn rules), then
+  tables from word alignment (``pdf/stream_tables.py``) among the words no ruled table
   holds (nor page headers/footers), searched only when at least ``MIN_ROW_SPLITS`` text lines
   start beside another line on the same row (``TextStats.row_splits``, counted in the one text
-  pass) or rules were drawn.
+  pass) or the drawn edges enclose cells.
 - Blocks: a text block keeps the words no table took (rebuilt from them when some were taken,
   dropped when none are left), so every word of the page is in one block, a table's words in
   its ``table`` block only. A table block takes the place of the first block it took words from.
@@ -44,7 +45,8 @@ def page_tables(
     rules = drawn_rules(page, page.get_cdrawings())
     ruled = rules if rules is not None and has_cells(rules) else None
     framed = frames(rules) if rules is not None else []
-    if ruled is None and not framed and row_splits < MIN_ROW_SPLITS:
+    aligned = ruled is not None or row_splits >= MIN_ROW_SPLITS  # worth reading by word alignment
+    if not aligned and not framed:
         return blocks, []
     words = page_words(page, textpage)
     found = ruled_tables(page, ruled, words) if ruled is not None else []
@@ -57,7 +59,7 @@ def page_tables(
     taken = frozenset().union(*(used for _, used in found))
     free = [i for i in free if i not in taken]
     h_rules = rules.h if rules is not None else []
-    for st in stream_tables([words[i] for i in free], h_rules):
+    for st in stream_tables([words[i] for i in free], h_rules) if aligned else []:
         found += _found(st, free)
     return with_table_blocks(blocks, words, found)
 

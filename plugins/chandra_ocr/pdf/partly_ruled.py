@@ -5,9 +5,11 @@ column rules without row rules — whose words no ruled grid took (``pdf/native_
 read here, before ``pdf/stream_tables.py`` sees the rest:
 
 - Frames, from the drawn rules alone (the cheap test: most pages have none, and no word is
-  looked at then): two or more horizontal rules at least ``MIN_WIDTH`` long with the same ends
-  (within ``SAME`` points); column rules inside them that start or end on one of them stretch
-  the frame to their ends (a table ruled only under its header, the columns ruled down).
+  looked at then): three or more horizontal rules at least ``MIN_WIDTH`` long with the same ends
+  (within ``SAME`` points), or two with column rules. Column rules inside them that start or end
+  on one of them stretch the frame to their ends (a table ruled only under its header, the
+  columns ruled down). Rules more than ``MAX_BAND`` apart with no column rule between them frame
+  running text, not a table; the sides of filled boxes (shading) are not rules.
 - Frames with words set beside them (within ``BESIDE``) are left to word alignment: the rules
   cover part of a table only (row labels outside a ruled grid).
 - A band between two rules holding running text (``PROSE_LINES`` lines or more, more than
@@ -47,8 +49,11 @@ from chandra_ocr.pdf.stream_tables import (
 
 MIN_WIDTH = 72.0  # points: shorter horizontal rules do not frame a table
 SAME = 4.0  # points: rule ends this close are the same
+MAX_BAND = 200.0  # points: rules further apart, with no column rule between, frame running text
+MIN_HEIGHT = 6.0  # points: a lower frame holds no line (a double rule)
 PROSE_LINES = 3  # a band with this many lines of long segments holds running text
 MAX_LEAD = 2  # header lines kept just above a frame's top rule
+LEAD_ROOM = 40.0  # points above a frame's top rule searched for its header lines
 BESIDE = 72.0  # points: words this close beside a frame's sides, on its lines: it holds part of a table
 _TOL = 2.0  # points: a word's centre this far outside a frame is still in it
 
@@ -76,19 +81,32 @@ def frames(rules: Rules) -> list[Frame]:
             groups.append([e])
         else:
             group.append(e)
-    out = []
     vertical = merge_edges(rules.drawn_v) if rules.drawn_v else []
+    out = []
     for g in groups:
-        if len(g) < 2:
-            continue
-        ys = sorted(e[0] for e in g)
         x0, x1 = min(e[1] for e in g), max(e[2] for e in g)
-        inside = [v for v in vertical if x0 + SAME < v[0] < x1 - SAME and _touches(v, ys)]
-        top = min([ys[0], *(v[1] for v in inside)])
-        bottom = max([ys[-1], *(v[2] for v in inside)])
-        xs = sorted({round(v[0], 1) for v in inside if v[2] - v[1] >= 0.5 * (bottom - top)})
-        out.append(Frame((x0, top, x1, bottom), ys, xs))
+        inside = [v for v in vertical if x0 + SAME < v[0] < x1 - SAME]
+        for ys in _stacks(sorted(e[0] for e in g), inside):
+            touching = [v for v in inside if _touches(v, ys)]
+            top = min([ys[0], *(v[1] for v in touching)])
+            bottom = max([ys[-1], *(v[2] for v in touching)])
+            if bottom - top >= MIN_HEIGHT and (len(ys) >= 3 or touching):
+                xs = sorted({round(v[0], 1) for v in touching if v[2] - v[1] >= 0.5 * (bottom - top)})
+                out.append(Frame((x0, top, x1, bottom), ys, xs))
     return sorted(out, key=lambda f: f.box[1])
+
+
+def _stacks(ys: list[float], vertical: list[tuple[float, float, float]]) -> list[list[float]]:
+    """Rule positions ``ys`` split where two are more than ``MAX_BAND`` apart with no column rule
+    between them (running text between rules: a page's header and footer rules); runs of two or more."""
+    out, run = [], ys[:1]
+    for y in ys[1:]:
+        if y - run[-1] > MAX_BAND and not any(v[1] <= run[-1] + SAME and v[2] >= y - SAME for v in vertical):
+            out.append(run)
+            run = []
+        run.append(y)
+    out.append(run)
+    return [r for r in out if len(r) >= 2]
 
 
 def _touches(v: tuple[float, float, float], ys: list[float]) -> bool:
@@ -99,11 +117,14 @@ def _touches(v: tuple[float, float, float], ys: list[float]) -> bool:
 def partly_ruled_tables(words: list[Word], found: list[Frame]) -> list[StreamTable]:
     """The tables of the frames ``found`` among ``words``, top to bottom (``StreamTable.words``
     index ``words``)."""
+    order = sorted(range(len(words)), key=lambda i: words[i][1] + words[i][3])
+    mids = [(words[i][1] + words[i][3]) / 2 for i in order]
     out = []
     for frame in found:
         x0, top, x1, bottom = frame.box
-        ids = [i for i, w in enumerate(words) if _inside(w, (x0, top - 40.0, x1, bottom))]
-        if not ids or any(_beside(w, frame.box) for w in words):
+        near = order[bisect.bisect_left(mids, top - LEAD_ROOM) : bisect.bisect_right(mids, bottom + _TOL)]
+        ids = [i for i in near if x0 - _TOL <= (words[i][0] + words[i][2]) / 2 <= x1 + _TOL]
+        if len(ids) < 4 or any(_beside(words[i], frame.box) for i in near):
             continue
         lines = [_renumbered(r, ids) for r in visual_rows([words[i] for i in ids])]
         for part in _parts(lines, frame):
@@ -111,11 +132,6 @@ def partly_ruled_tables(words: list[Word], found: list[Frame]) -> list[StreamTab
             if table is not None:
                 out.append(table)
     return out
-
-
-def _inside(w: Word, box: Box) -> bool:
-    x, y = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
-    return box[0] - _TOL <= x <= box[2] + _TOL and box[1] - _TOL <= y <= box[3] + _TOL
 
 
 def _beside(w: Word, box: Box) -> bool:
