@@ -16,7 +16,9 @@ read here, before ``pdf/stream_tables.py`` sees the rest:
   ``stream_tables.MAX_WORDS`` words per segment) is not the table's: it splits the frame (page
   header rules over a page of text and a table at its foot).
 - Columns: the column rules where there are (each word in the column holding its centre), else
-  the gutters of word alignment (``stream_tables.gutter_columns``).
+  the gutters of word alignment (``stream_tables.gutter_columns``). Column rules with ``BOXED``
+  of their cells holding two gap-separated segments are boxes of a form, not columns: left to
+  word alignment.
 - Rows are the text's visual lines. A line continues the row above it (a multi-line cell) when
   it fills fewer columns than that row's first line, only columns that line fills, half of them
   at most or no numbers, and either leaves the first column empty or is in a band between two
@@ -55,6 +57,7 @@ PROSE_LINES = 3  # a band with this many lines of long segments holds running te
 MAX_LEAD = 2  # header lines kept just above a frame's top rule
 LEAD_ROOM = 40.0  # points above a frame's top rule searched for its header lines
 BESIDE = 72.0  # points: words this close beside a frame's sides, on its lines: it holds part of a table
+BOXED = 0.2  # this share of the cells between column rules holding two segments: boxes, not columns
 _TOL = 2.0  # points: a word's centre this far outside a frame is still in it
 
 Cell = tuple[int, int, str]  # (first column, colspan, text)
@@ -200,6 +203,8 @@ def _table(lines: list[Row], frame: Frame) -> StreamTable | None:
         bounds = [x0, *frame.xs, x1]
         cols = list(zip(bounds, bounds[1:], strict=False))
         cells = [_by_rules(r, frame.xs) for r in lines]
+        if _boxes(lines, frame.xs):
+            return None
     else:
         multi = [r for r in lines if len(r.segs) >= 2]
         cols = gutter_columns([s for r in multi for s in r.segs], len(multi)) if multi else []
@@ -232,6 +237,17 @@ def _is_title(
         return False
     band = _band(frame, lines[spans[0][0]])
     return len(spans) < 2 or _band(frame, lines[spans[1][0]]) != band
+
+
+def _boxes(lines: list[Row], xs: list[float]) -> bool:
+    """Whether the column rules at ``xs`` frame boxes of columns rather than columns: ``BOXED`` of
+    the cells or more hold two segments set a cell gap apart ("YES … 90" in each box of a form)."""
+    filled: dict[tuple[int, int], int] = {}
+    for n, r in enumerate(lines):
+        for seg in r.segs:
+            key = (n, bisect.bisect_left(xs, (seg.x0 + seg.x1) / 2))
+            filled[key] = filled.get(key, 0) + 1
+    return sum(1 for k in filled.values() if k >= 2) >= BOXED * len(filled)
 
 
 def _by_rules(r: Row, xs: list[float]) -> list[Cell]:
