@@ -22,7 +22,9 @@ read here, before ``pdf/stream_tables.py`` sees the rest:
 - Rows are the text's visual lines. A line continues the row above it (a multi-line cell) when
   it fills fewer columns than that row's first line, only columns that line fills, half of them
   at most or no numbers, and either leaves the first column empty or is in a band between two
-  rules that holds that one row only. Never across a rule.
+  rules that holds that one row only, or is indented (a hanging indent). A line filling only
+  columns no other line of its band fills holds cells spanning the band's rows: it joins the
+  band's first row. Never across a rule.
 - Header rows: lines set just above the frame's top rule (a table ruled from below its header),
   else ``stream_tables.header_rows``; header rows within one band are one row. A leading row of
   one cell is a title, left as text.
@@ -261,12 +263,14 @@ def _by_rules(r: Row, xs: list[float]) -> list[Cell]:
 def _records(
     lines: list[Row], cells: list[list[Cell]], frame: Frame, lead: int
 ) -> tuple[list[list[Cell]], list[tuple[int, int]]]:
-    """Rows of cells with multi-line cells joined (module docstring), and the lines each row spans."""
+    """Rows of cells with multi-line and row-spanning cells joined (module docstring), and the lines
+    each row spans."""
     band = [-1 if i < lead else _band(frame, r) for i, r in enumerate(lines)]
-    left = min(r.segs[0].x0 for r in lines)
     single = {b: _one_record(cells, band, b) for b in set(band)}
+    left = min(r.segs[0].x0 for r in lines)
     rows: list[list[Cell]] = []
     spans: list[tuple[int, int]] = []
+    starts: dict[int, int] = {}  # band → its first row
     for i, line in enumerate(cells):
         if rows and band[spans[-1][0]] == band[i] and band[i] >= 0:
             first = cells[spans[-1][0]]
@@ -275,9 +279,23 @@ def _records(
                 rows[-1] = _joined(rows[-1], line)
                 spans[-1] = (spans[-1][0], i + 1)
                 continue
+            if _spanning(cells, band, i):
+                n = starts[band[i]]
+                rows[n] = _joined(rows[n], line)
+                spans[n] = (spans[n][0], max(spans[n][1], i + 1))
+                continue
+        starts.setdefault(band[i], len(rows))
         rows.append(list(line))
         spans.append((i, i + 1))
     return rows, spans
+
+
+def _spanning(cells: list[list[Cell]], band: list[int], i: int) -> bool:
+    """Whether line ``i`` fills only columns no other line of its band fills: cells spanning the
+    band's rows, set at their middle ("6" beside the "OTSL" and "HTML" rows)."""
+    mine = {c for c, _, _ in cells[i]}
+    others = {c for j, line in enumerate(cells) if j != i and band[j] == band[i] for c, _, _ in line}
+    return bool(others) and not mine & others
 
 
 def _one_record(cells: list[list[Cell]], band: list[int], b: int) -> bool:
@@ -296,10 +314,11 @@ def _continues(line: list[Cell], first: list[Cell]) -> bool:
 
 
 def _joined(row: list[Cell], line: list[Cell]) -> list[Cell]:
+    """``row`` with the cells of ``line`` appended to its cells (or added, in columns it leaves empty)."""
     by_col = {c: (c, span, text) for c, span, text in row}
-    for c, _, text in line:
-        first, span, prev = by_col[c]
-        by_col[c] = (first, span, f"{prev} {text}")
+    for c, span, text in line:
+        prev = by_col.get(c)
+        by_col[c] = (c, prev[1], f"{prev[2]} {text}") if prev else (c, span, text)
     return [by_col[c] for c in sorted(by_col)]
 
 
