@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -90,7 +91,9 @@ class Seg:
 
     @property
     def text(self) -> str:
-        return " ".join(w[4] for w in self.words)
+        """Its words in reading order: right to left where they are in a right-to-left script."""
+        texts = [w[4] for w in self.words]
+        return " ".join(texts[::-1] if any(_rtl(t) for t in texts) else texts)
 
 
 @dataclass
@@ -447,6 +450,11 @@ def plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
         second = by_col.get(1, [])
         return bool(second) and sum(1 for t in second if is_number(t)) >= MIN_NUMERIC_2COL * len(second)
     return True
+
+
+def _rtl(word: str) -> bool:
+    """Whether ``word`` starts with a right-to-left letter (Hebrew, Arabic, ...)."""
+    return word[0] >= "\u0590" and unicodedata.bidirectional(word[0]) in ("R", "AL")
 
 
 def is_number(text: str) -> bool:
