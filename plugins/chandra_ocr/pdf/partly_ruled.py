@@ -15,19 +15,22 @@ read here, before ``pdf/stream_tables.py`` sees the rest:
 - A band between two rules holding running text (``PROSE_LINES`` lines or more, more than
   ``stream_tables.MAX_WORDS`` words per segment) is not the table's: it splits the frame (page
   header rules over a page of text and a table at its foot).
-- Columns: the column rules where there are (each word in the column holding its centre), else
-  the gutters of word alignment (``stream_tables.gutter_columns``). Column rules with ``BOXED``
-  of their cells holding two gap-separated segments are boxes of a form, not columns: left to
-  word alignment.
+- Columns: the column rules where there are (each word in the column holding its centre; a
+  segment with a word running over a rule is one cell spanning the columns it covers), else the
+  gutters of word alignment (``stream_tables.gutter_columns``). Column rules with ``BOXED`` of
+  their cells holding two gap-separated segments are boxes of a form, not columns: left to word
+  alignment.
 - Rows are the text's visual lines. A line continues the row above it (a multi-line cell) when
   it fills fewer columns than that row's first line, only columns that line fills, half of them
-  at most or no numbers, and either leaves the first column empty or is in a band between two
-  rules that holds that one row only, or is indented (a hanging indent). A line filling only
+  at most or no numbers, and either leaves the first column empty, is indented (a hanging
+  indent) or is in a band between two rules that holds that one row only. A line filling only
   columns no other line of its band fills holds cells spanning the band's rows: it joins the
   band's first row. Never across a rule.
 - Header rows: lines set just above the frame's top rule (a table ruled from below its header),
-  else ``stream_tables.header_rows``; header rows within one band are one row. A leading row of
-  one cell is a title, left as text.
+  else ``stream_tables.header_rows``. Header lines below the fullest header row, in its band and
+  its columns, join it (the last lines of cells set around the others' middle); rows above it
+  (group labels) stay rows. A leading line of one segment running over column rules, or in a
+  band of such lines only, is a title, left as text.
 - The guards of ``stream_tables.plausible`` (prose, lists, tables of contents, code).
 """
 
@@ -234,11 +237,14 @@ def _table(lines: list[Row], frame: Frame) -> StreamTable | None:
 def _is_title(
     rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_cols: int
 ) -> bool:
-    """Whether the first row is a title: one cell, alone in its band between two rules."""
-    if len(rows[0]) != 1 or n_cols < 3:
+    """Whether the first row is a title: a line of one segment running over column rules, or with
+    no line of more segments in its band."""
+    if spans[0][1] - spans[0][0] != 1 or len(lines[spans[0][0]].segs) != 1 or n_cols < 3:
         return False
+    if len(rows[0]) >= 2 or rows[0][0][1] >= 2:
+        return True
     band = _band(frame, lines[spans[0][0]])
-    return len(spans) < 2 or _band(frame, lines[spans[1][0]]) != band
+    return all(len(r.segs) == 1 for r in lines[spans[0][0] :] if _band(frame, r) == band)
 
 
 def _boxes(lines: list[Row], xs: list[float]) -> bool:
@@ -253,11 +259,21 @@ def _boxes(lines: list[Row], xs: list[float]) -> bool:
 
 
 def _by_rules(r: Row, xs: list[float]) -> list[Cell]:
-    """The cells of line ``r`` between column rules at ``xs``: each word in the column of its centre."""
-    texts: dict[int, list[str]] = {}
-    for w in r.words:
-        texts.setdefault(bisect.bisect_left(xs, (w[0] + w[2]) / 2), []).append(w[4])
-    return [(c, 1, " ".join(ws)) for c, ws in sorted(texts.items())]
+    """The cells of line ``r`` between column rules at ``xs``: each word in the column of its centre,
+    but a segment with a word running over a rule is one cell spanning the columns it covers (a
+    group label centred over its columns)."""
+    cells: dict[int, tuple[int, list[str]]] = {}
+    for seg in r.segs:
+        if any(w[0] < x < w[2] for w in seg.words for x in xs):
+            first = bisect.bisect_left(xs, seg.x0)
+            span = bisect.bisect_left(xs, seg.x1) - first + 1
+            parts = [(first, span, seg.text)]
+        else:
+            parts = [(bisect.bisect_left(xs, (w[0] + w[2]) / 2), 1, w[4]) for w in seg.words]
+        for c, span, text in parts:
+            prev = cells.get(c)
+            cells[c] = (max(span, prev[0]), [*prev[1], text]) if prev else (span, [text])
+    return [(c, span, " ".join(texts)) for c, (span, texts) in sorted(cells.items())]
 
 
 def _records(
@@ -325,13 +341,20 @@ def _joined(row: list[Cell], line: list[Cell]) -> list[Cell]:
 def _one_header_row(
     rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_header: int
 ) -> tuple[list[list[Cell]], list[tuple[int, int]], int]:
-    """Header rows lying in one band between two rules joined into one row (a header cell's lines
-    set around the others' middle), and the number of header rows then."""
-    if n_header < 2 or len({_band(frame, lines[a]) for a, _ in spans[:n_header]}) != 1:
+    """Header rows below the fullest one, in its band and only in columns it fills, joined to it
+    (the last lines of header cells set around the others' middle: "operators" under "Cost on
+    U.S."); and the number of header rows then. Rows above it (spanning group labels) stay."""
+    if n_header < 2:
         return rows, spans, n_header
-    by_col: dict[int, list[str]] = {}
-    for row in rows[:n_header]:
-        for c, _, text in row:
-            by_col.setdefault(c, []).append(text)
-    merged = [(c, 1, " ".join(t)) for c, t in sorted(by_col.items())]
-    return [merged, *rows[n_header:]], [(spans[0][0], spans[n_header - 1][1]), *spans[n_header:]], 1
+    main = max(range(n_header), key=lambda i: len(rows[i]))
+    band = _band(frame, lines[spans[main][0]])
+    end = main + 1
+    while end < n_header and _band(frame, lines[spans[end][0]]) == band and _within(rows[end], rows[main]):
+        rows[main] = _joined(rows[main], rows[end])
+        spans[main] = (spans[main][0], spans[end][1])
+        end += 1
+    return rows[: main + 1] + rows[end:], spans[: main + 1] + spans[end:], n_header - (end - main - 1)
+
+
+def _within(row: list[Cell], other: list[Cell]) -> bool:
+    return {c for c, _, _ in row} <= {c for c, _, _ in other}
