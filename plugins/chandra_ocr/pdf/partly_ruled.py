@@ -27,10 +27,12 @@ read here, before ``pdf/stream_tables.py`` sees the rest:
   columns no other line of its band fills holds cells spanning the band's rows: it joins the
   band's first row. Never across a rule.
 - Header rows: lines set just above the frame's top rule (a table ruled from below its header),
+  else the rows of its first band (``MAX_HEADER`` at most, without numbers in half their cells),
   else ``stream_tables.header_rows``. Header lines below the fullest header row, in its band and
   its columns, join it (the last lines of cells set around the others' middle); rows above it
-  (group labels) stay rows. A leading line of one segment running over column rules, or in a
-  band of such lines only, is a title, left as text.
+  (group labels) stay rows, and a label over a shorter rule spans the columns the rule covers.
+  A leading line of one segment running over column rules, or in a band of such lines only, is
+  a title, left as text.
 - The guards of ``stream_tables.plausible`` (prose, lists, tables of contents, code).
 """
 
@@ -60,6 +62,7 @@ MAX_BAND = 200.0  # points: rules further apart, with no column rule between, fr
 MIN_HEIGHT = 6.0  # points: a lower frame holds no line (a double rule)
 PROSE_LINES = 3  # a band with this many lines of long segments holds running text
 MAX_LEAD = 2  # header lines kept just above a frame's top rule
+MAX_HEADER = 4  # header rows at most in a frame's first band
 LEAD_ROOM = 40.0  # points above a frame's top rule searched for its header lines
 BESIDE = 72.0  # points: words this close beside a frame's sides, on its lines: it holds part of a table
 BOXED = 0.2  # this share of the cells between column rules holding two segments: boxes, not columns
@@ -75,6 +78,7 @@ class Frame:
     box: Box
     ys: list[float]  # the horizontal rules, top to bottom
     xs: list[float]  # column rules running through most of the frame, left to right
+    partial: list[tuple[float, float, float]]  # shorter horizontal rules inside it (y, x0, x1)
 
 
 def frames(rules: Rules) -> list[Frame]:
@@ -91,6 +95,7 @@ def frames(rules: Rules) -> list[Frame]:
             group.append(e)
     vertical = merge_edges(rules.drawn_v) if rules.drawn_v else []
     out = []
+    drawn = merge_edges(rules.drawn_h)
     for g in groups:
         x0, x1 = min(e[1] for e in g), max(e[2] for e in g)
         inside = [v for v in vertical if x0 + SAME < v[0] < x1 - SAME]
@@ -100,7 +105,12 @@ def frames(rules: Rules) -> list[Frame]:
             bottom = max([ys[-1], *(v[2] for v in touching)])
             if bottom - top >= MIN_HEIGHT and (len(ys) >= 3 or touching):
                 xs = sorted({round(v[0], 1) for v in touching if v[2] - v[1] >= 0.5 * (bottom - top)})
-                out.append(Frame((x0, top, x1, bottom), ys, xs))
+                partial = [
+                    e for e in drawn if top < e[0] < bottom and x0 - SAME <= e[1] and e[2] <= x1 + SAME
+                ]
+                out.append(
+                    Frame((x0, top, x1, bottom), ys, xs, [e for e in partial if e[2] - e[1] < x1 - x0 - SAME])
+                )
     return sorted(out, key=lambda f: f.box[1])
 
 
@@ -226,12 +236,52 @@ def _table(lines: list[Row], frame: Frame) -> StreamTable | None:
     h_rules = [(y, x0, x1) for y in frame.ys]
     bands = [Row(lines[a].y0, lines[b - 1].y1) for a, b in spans]
     box = words_box([w for a, b in spans for r in lines[a:b] for w in r.words])
-    n_header = lead if lead else header_rows(rows, bands, h_rules, box)
+    n_header = lead or _first_band(rows, spans, lines, frame) or header_rows(rows, bands, h_rules, box)
     if not lead:
         rows, spans, n_header = _one_header_row(rows, spans, lines, frame, n_header)
+    rows = _underlined(rows, spans, lines, frame, cols, n_header)
     used = frozenset(w[8] for a, b in spans for r in lines[a:b] for w in r.words)
     flat = [(i, c, 1, span, text) for i, row in enumerate(rows) for c, span, text in row]
     return StreamTable(box, len(rows), len(cols), flat, n_header, used)
+
+
+def _underlined(
+    rows: list[list[Cell]],
+    spans: list[tuple[int, int]],
+    lines: list[Row],
+    frame: Frame,
+    cols: list[tuple[float, float]],
+    n_header: int,
+) -> list[list[Cell]]:
+    """Header rows with a label over a shorter rule made one cell spanning the columns the rule
+    covers (a group label: "TEDs" over "simple", "complex" and "all")."""
+    starts = [c[0] for c in cols]
+    out = list(rows)
+    for i in range(min(n_header, len(rows) - 1)):
+        a, b = spans[i]
+        low, high = min(r.y1 for r in lines[a:b]), lines[b].y0 if b < len(lines) else frame.box[3]
+        for y, x0, x1 in frame.partial:
+            if not low - _TOL <= y <= high + _TOL:
+                continue
+            first = max(bisect.bisect_right(starts, x0 + SAME) - 1, 0)
+            last = max(bisect.bisect_right(starts, x1 - SAME) - 1, first)
+            inside = [cell for cell in out[i] if first <= cell[0] <= last]
+            if len(inside) == 1:
+                rest = [cell for cell in out[i] if not first <= cell[0] <= last]
+                out[i] = sorted([*rest, (first, last - first + 1, inside[0][2])])
+    return out
+
+
+def _first_band(rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame) -> int:
+    """The rows of the first band between two rules when they read as a header: ``MAX_HEADER`` rows
+    at most, two rows or more below them, none with numbers in half its cells; else 0."""
+    band = _band(frame, lines[spans[0][0]])
+    n = sum(1 for a, _ in spans if _band(frame, lines[a]) == band)
+    if band == 0 or n > MAX_HEADER or len(rows) - n < 2:
+        return 0
+    if any(2 * sum(is_number(t) for _, _, t in row) >= len(row) for row in rows[:n]):
+        return 0
+    return n
 
 
 def _is_title(
