@@ -93,6 +93,9 @@ def frames(rules: Rules) -> list[Frame]:
             groups.append([e])
         else:
             group.append(e)
+    groups = [g for g in groups if len(g) >= 2]
+    if not groups:
+        return []
     vertical = merge_edges(rules.drawn_v) if rules.drawn_v else []
     out = []
     drawn = merge_edges(rules.drawn_h)

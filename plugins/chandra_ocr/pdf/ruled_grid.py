@@ -93,6 +93,7 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
             return None
         if path.get("closePath") and items and items[0][0] == "l" and items[-1][0] == "l":
             items = [*items, ("l", items[-1][2], items[0][1])]
+        sides = shading if path.get("type") == "f" else segments  # where a box's four sides go
         for item in items:
             kind = item[0]
             if kind == "l":
@@ -106,7 +107,7 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
                 elif y1 - y0 <= THIN and y1 - y0 < x1 - x0:
                     segments.append((x0, (y0 + y1) / 2, x1, (y0 + y1) / 2))
                 else:
-                    (shading if path.get("type") == "f" else segments).extend(_sides((x0, y0, x1, y1)))
+                    sides += _sides((x0, y0, x1, y1))
             elif kind == "qu":
                 (ax, ay), (bx, by), (cx, cy), (dx, dy) = item[1]  # ul, ur, ll, lr
                 segments += [(ax, ay, cx, cy), (cx, cy, dx, dy), (dx, dy, bx, by), (bx, by, ax, ay)]
