@@ -93,7 +93,8 @@ class Seg:
     def text(self) -> str:
         """Its words in reading order: right to left where they are in a right-to-left script."""
         texts = [w[4] for w in self.words]
-        return " ".join(texts[::-1] if any(_rtl(t) for t in texts) else texts)
+        rtl = max(texts) >= "\u0590" and any(_rtl(t) for t in texts)  # max: a cheap test first
+        return " ".join(texts[::-1] if rtl else texts)
 
 
 @dataclass
