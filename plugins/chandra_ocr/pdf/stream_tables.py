@@ -359,7 +359,8 @@ def split_columns(region: list[Row], cols: list[tuple[float, float]]):
     for r in region:
         segs = []
         for seg in r.segs:
-            x = next((x for k, x in cuts.items() if cols[k][0] <= seg.x0 and seg.x1 <= cols[k][1]), None)
+            starts_in = [x for k, x in cuts.items() if cols[k][0] <= seg.x0 <= cols[k][1]]
+            x = next((x for x in starts_in if seg.x0 < x < seg.x1), None)
             parts = (
                 [[w for w in seg.words if w[2] <= x], [w for w in seg.words if w[2] > x]]
                 if x
