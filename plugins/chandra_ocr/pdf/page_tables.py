@@ -25,7 +25,7 @@ from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.tables import table_from_rows, table_text
 from chandra_ocr.pdf.native_tables import ruled_tables
 from chandra_ocr.pdf.partly_ruled import frames, partly_ruled_tables
-from chandra_ocr.pdf.ruled_grid import Word, drawn_rules, has_cells, page_words
+from chandra_ocr.pdf.ruled_grid import Word, drawn_rules, has_cells, merge_edges, page_words
 from chandra_ocr.pdf.stream_tables import StreamTable, stream_tables
 from chandra_ocr.pdf.text_layer import join_lines
 
@@ -59,7 +59,8 @@ def page_tables(
     taken = frozenset().union(*(used for _, used in found))
     free = [i for i in free if i not in taken]
     h_rules = rules.h if rules is not None else []
-    for st in stream_tables([words[i] for i in free], h_rules) if aligned else []:
+    v_rules = merge_edges(rules.drawn_v) if rules is not None and rules.drawn_v and aligned else []
+    for st in stream_tables([words[i] for i in free], h_rules, v_rules) if aligned else []:
         found += _found(st, free)
     return with_table_blocks(blocks, words, found)
 

@@ -22,7 +22,9 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, no dot leaders
   running to a last column of page numbers,
   no first column made only of list markers or reference numbers, no code (``CODE_SHARE`` of
-  the cells other than numbers with brackets, quotes, ``;`` or ``=``).
+  the cells other than numbers with brackets, quotes, ``;`` or ``=``), no drawn column rules
+  down the region splitting it into ``MIN_BOXES`` boxes or more of two columns each (a form of
+  boxed lists).
 - Wrapped cells: a body row set closer to the row above (by ``WRAP_GAP`` × its height) than
   body rows usually are, with fewer cells, no numbers and text only in columns that row fills,
   is joined to it.
@@ -34,6 +36,7 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import statistics
@@ -54,6 +57,7 @@ APART = 3.0  # a last row this many usual row gaps below the one above is not th
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
+MIN_BOXES = 3  # column rules splitting a region into this many boxes of two columns or more: a form
 MIN_COLS = 3
 MAX_WORDS = 4.0  # mean words per non-empty cell; more: prose set in columns
 MIN_FILL = 0.45  # non-empty cells per grid position
@@ -123,16 +127,40 @@ class StreamTable:
     words: frozenset[int]  # indices (into the words given) of the words in the table
 
 
-def stream_tables(words: list[Word], h_rules: Sequence[tuple[float, float, float]] = ()) -> list[StreamTable]:
+def stream_tables(
+    words: list[Word],
+    h_rules: Sequence[tuple[float, float, float]] = (),
+    v_rules: Sequence[tuple[float, float, float]] = (),
+) -> list[StreamTable]:
     """The unruled (or partly ruled) tables among ``words``, top to bottom.
 
-    ``h_rules``: horizontal drawn rules (y, x0, x1), used as header hints.
+    ``h_rules``: horizontal drawn rules (y, x0, x1), used as header hints; ``v_rules``: vertical
+    drawn rules (x, y0, y1), for the boxes of forms.
     """
     rows = visual_rows(words)
     out = []
     for region in _regions(rows):
-        out += [t for part in _side_by_side(region) if (t := _table(part, h_rules, words)) is not None]
+        out += [
+            t for part in _side_by_side(region) if (t := _table(part, h_rules, v_rules, words)) is not None
+        ]
     return out
+
+
+def _boxed(region: list[Row], cols: list[tuple[float, float]], v_rules) -> bool:
+    """Whether drawn vertical rules running down most of the region split its columns into
+    ``MIN_BOXES`` boxes or more of two columns or more each: a form of boxed lists, not one table."""
+    top, bottom = region[0].y0, region[-1].y1
+    xs = sorted(
+        x
+        for x, y0, y1 in v_rules
+        if cols[0][0] < x < cols[-1][1] and min(y1, bottom) - max(y0, top) >= 0.8 * (bottom - top)
+    )
+    if len(xs) < MIN_BOXES - 1:
+        return False
+    per_box = [0] * (len(xs) + 1)
+    for lo, hi in cols:
+        per_box[bisect.bisect_left(xs, (lo + hi) / 2)] += 1
+    return all(n >= 2 for n in per_box)
 
 
 def _side_by_side(region: list[Row]) -> list[list[Row]]:
@@ -281,7 +309,7 @@ def gutter_columns(segs: list[Seg], n_rows: int) -> list[tuple[float, float]]:
     return cols
 
 
-def _table(region: list[Row], h_rules, words: list[Word]) -> StreamTable | None:
+def _table(region: list[Row], h_rules, v_rules, words: list[Word]) -> StreamTable | None:
     """A region as a table, or None when it fails a guard."""
     for _ in range(3):
         multi = [r for r in region if len(r.segs) >= 2]  # one-segment rows (titles, labels) set no gutters
@@ -298,6 +326,8 @@ def _table(region: list[Row], h_rules, words: list[Word]) -> StreamTable | None:
     else:
         return None
     region, cols = split_columns(region, cols)
+    if _boxed(region, cols, v_rules):
+        return None
     grid = [place_cells(r, cols) for r in region]
     while grid and (_is_title(grid[0], len(cols)) or (len(grid[0]) < 2 and grid[0][0][0] == 0)):
         grid, region = grid[1:], region[1:]  # a title, or a label line above the table
