@@ -41,14 +41,19 @@ TABLES = ["documents", "pages", "blocks", "tables", "table_cells", "chunks"]
 # rows:hash. The code of 39692bf produced the same documents, pages 30:f02f4617bf85f427, blocks
 # 370:19146e7630f0e3f3, tables 7:ecc1bd64e2d2756e, table_cells 472:8a3662c6d66464e5 and chunks
 # 66:0893157c7bec6856, unchanged by the no-hang and data-model changes; the reader of tables without
-# (all) rules, header rows and running headers (issue #21) changed pages, blocks, tables and chunks.
+# (all) rules, header rows and running headers (issue #21) changed pages, blocks, tables and chunks
+# (then pages 30:854b3abf088813b8, blocks 386:df88ea399a724cba, tables 7:87ca658885cfe6a2,
+# table_cells 1527:596e40fd69fbfcf9, chunks 63:858ab3600a9430d2). The partly ruled reader
+# (pdf/partly_ruled.py) changed them again: NICS is read by its column rules (25 columns, the empty
+# Rentals pair included, the group labels as a header row, the title left as text), so its cells
+# and row chunks change; redp5110's code listing on page 8 holds fewer lines in a table.
 EXPECTED = {
     "documents": "8:611663d559b9a8ff",
-    "pages": "30:854b3abf088813b8",
-    "blocks": "386:df88ea399a724cba",
-    "tables": "7:87ca658885cfe6a2",
-    "table_cells": "1527:596e40fd69fbfcf9",
-    "chunks": "63:858ab3600a9430d2",
+    "pages": "30:8d0a7ad46a86f28a",
+    "blocks": "387:bed1b0a7f5fd1d97",
+    "tables": "7:5566697a1fd18997",
+    "table_cells": "1619:d4370abbddae1c1e",
+    "chunks": "67:80a610922db96560",
 }
 
 

@@ -139,6 +139,9 @@ WORD_PAGES = [
     ("pdfplumber/tests/pdfs/senate-expenditures.pdf", 1),
     ("docling/tests/data/pdf/sources/2305.03393v1-pg9.pdf", 1),
     ("docling/tests/data/pdf/sources/redp5110_sampled.pdf", 8),
+    ("tabula-java/src/test/resources/technology/tabula/AnimalSounds.pdf", 1),
+    ("pdfplumber/tests/pdfs/federal-register-2020-17221.pdf", 5),
+    ("pdfplumber/tests/pdfs/federal-register-2020-17221.pdf", 6),
 ]
 
 
@@ -195,3 +198,12 @@ def test_two_tables_side_by_side_are_two_tables():
         "138",
         "x",
     ]
+
+
+@pytest.mark.corpus
+def test_right_to_left_cells_read_in_reading_order(corpus):
+    """indictb1h_14: Hebrew row labels read as the text layer (and tabula's expected CSV) reads them."""
+    with pymupdf.open(corpus / "tabula-java/src/test/resources/technology/tabula/indictb1h_14.pdf") as doc:
+        tables = _tables(doc[0])[1]
+    texts = {c.text for t in tables for c in t.cells}
+    assert {"סך הכל", "סך הכל - לנפש", "הסקטור העסקי"} <= texts

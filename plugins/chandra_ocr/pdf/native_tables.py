@@ -14,8 +14,9 @@ Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/st
   a drawn column no cell of which holds text (the boxes of a form), a grid of one or two rows
   with a cell of more than ``MAX_CELL_WORDS`` words, or any with a cell of twice that (a frame
   around running text, or boxes around many rows), and two cells
-  of a grid row holding numbers on ``STACKED`` lines or more, or a cell with two lines ending in
-  dot leaders (rules only every few rows: the rows are the text's).
+  of a grid row holding numbers on ``STACKED`` lines or more (or ``PAIRED`` cells, half of the
+  row's, on two lines), or a cell with two lines ending in dot leaders (rules only every few
+  rows: the rows are the text's).
 - Sparse grids are not tables: fewer than ``MIN_FILL`` cells with text per grid position is
   the boxes of a diagram (callouts with arrows), kept as text.
 - Merged cells keep their spans: a cell's ``rowspan``/``colspan`` are the grid rows and columns
@@ -51,6 +52,7 @@ from chandra_ocr.pdf.ruled_grid import (
 FRAME_SHARE = 0.5  # one cell covering more than this share of its table: a frame around other content
 MIN_FILL = 0.3  # fewer cells with text per grid position: boxes of a diagram, not a table
 STACKED = 3  # numbers on this many lines of one cell, in two cells of a grid row: rows the rules miss
+PAIRED = 3  # cells of a grid row, half of its filled cells at least, with numbers on two lines: rows
 MAX_CELL_WORDS = 40  # a grid of one or two rows with a cell this long frames running text
 _LEADER_END = re.compile(r"(?:\.\s?){4,}$|…{2,}$")
 _NUMBER = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?")
@@ -146,12 +148,19 @@ def _agrees(g: Grid, texts: list[list[str]], words: list[Word]) -> bool:
         if cell is not None:
             lines[cell][round(y / max(w[3] - w[1], 1.0) * 2)].append(w[4])
     stacked: dict[float, int] = defaultdict(int)  # grid row top → cells with numbers stacked in them
+    paired: dict[float, int] = defaultdict(int)  # grid row top → cells with numbers on two lines or more
     for cell, by_line in lines.items():
         texts_of = [" ".join(ws) for ws in by_line.values()]
         if sum(1 for t in texts_of if _LEADER_END.search(t)) >= 2:
             return False  # items with dot leaders on two lines of one cell: rows without rules
-        if sum(1 for t in texts_of if _NUMBER.fullmatch(t)) >= STACKED:
-            stacked[cell[1]] += 1
+        numbers = sum(1 for t in texts_of if _NUMBER.fullmatch(t))
+        stacked[cell[1]] += numbers >= STACKED
+        paired[cell[1]] += numbers >= 2
+    filled: dict[float, int] = defaultdict(int)
+    for cell in lines:
+        filled[cell[1]] += 1
+    if any(n >= PAIRED and 2 * n >= filled[top] for top, n in paired.items()):
+        return False  # most cells of a grid row hold numbers on two lines: a rule every two rows
     return max(stacked.values(), default=0) < 2  # else: rows without rules between them
 
 

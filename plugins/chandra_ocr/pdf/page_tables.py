@@ -1,10 +1,11 @@
 """A text-layer page's tables, ruled and unruled, and its blocks with each word in exactly one of them.
 
 - Ruled tables first (``pdf/native_tables.py``, searched only when the drawn edges enclose cells),
-  then tables from word alignment (``pdf/stream_tables.py``) among the words no ruled table
+  then partly ruled ones (``pdf/partly_ruled.py``, searched only in frames of drawn rules), then
+  tables from word alignment (``pdf/stream_tables.py``) among the words no ruled table
   holds (nor page headers/footers), searched only when at least ``MIN_ROW_SPLITS`` text lines
   start beside another line on the same row (``TextStats.row_splits``, counted in the one text
-  pass) or rules were drawn.
+  pass) or the drawn edges enclose cells.
 - Blocks: a text block keeps the words no table took (rebuilt from them when some were taken,
   dropped when none are left), so every word of the page is in one block, a table's words in
   its ``table`` block only. A table block takes the place of the first block it took words from.
@@ -23,7 +24,8 @@ from chandra_ocr.document import Block, Table
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.tables import table_from_rows, table_text
 from chandra_ocr.pdf.native_tables import ruled_tables
-from chandra_ocr.pdf.ruled_grid import Word, drawn_rules, has_cells, page_words
+from chandra_ocr.pdf.partly_ruled import frames, partly_ruled_tables
+from chandra_ocr.pdf.ruled_grid import Word, drawn_rules, has_cells, merge_edges, page_words
 from chandra_ocr.pdf.stream_tables import StreamTable, stream_tables
 from chandra_ocr.pdf.text_layer import join_lines
 
@@ -42,7 +44,9 @@ def page_tables(
     """
     rules = drawn_rules(page, page.get_cdrawings())
     ruled = rules if rules is not None and has_cells(rules) else None
-    if ruled is None and row_splits < MIN_ROW_SPLITS:
+    framed = frames(rules) if rules is not None else []
+    aligned = ruled is not None or row_splits >= MIN_ROW_SPLITS  # worth reading by word alignment
+    if not aligned and not framed:
         return blocks, []
     words = page_words(page, textpage)
     found = ruled_tables(page, ruled, words) if ruled is not None else []
@@ -50,14 +54,23 @@ def page_tables(
     boxes = [pymupdf.Rect(t.bbox) for t, _ in found]
     boxes += [pymupdf.Rect(b.bbox) for b in blocks if b.label in _EDGE and b.bbox]  # running lines: no cells
     free = [i for i, w in enumerate(words) if i not in taken and not any(_centre_in(w, b) for b in boxes)]
+    for st in partly_ruled_tables([words[i] for i in free], framed) if framed else []:
+        found += _found(st, free)
+    taken = frozenset().union(*(used for _, used in found))
+    free = [i for i in free if i not in taken]
     h_rules = rules.h if rules is not None else []
-    for st in stream_tables([words[i] for i in free], h_rules):
-        try:
-            table = _to_table(st)
-        except ParseError:
-            continue
-        found.append((table, frozenset(free[i] for i in st.words)))
+    v_rules = merge_edges(rules.drawn_v) if rules is not None and rules.drawn_v and aligned else []
+    for st in stream_tables([words[i] for i in free], h_rules, v_rules) if aligned else []:
+        found += _found(st, free)
     return with_table_blocks(blocks, words, found)
+
+
+def _found(st: StreamTable, free: list[int]) -> list[tuple[Table, frozenset[int]]]:
+    """[(table, its page words' indices)] for a table read from the words at ``free``; [] without text."""
+    try:
+        return [(_to_table(st), frozenset(free[i] for i in st.words))]
+    except ParseError:
+        return []
 
 
 def _to_table(st: StreamTable) -> Table:

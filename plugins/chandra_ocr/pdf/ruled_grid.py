@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pymupdf
 
@@ -77,11 +77,14 @@ class Rules:
     v: list[_Edge]  # vertical: (x, y0, y1)
     boxes: list[Box]  # each drawing's bounding box (for the outlines of touching drawings)
     area: Box  # the displayed page
+    drawn_h: list[_Edge] = field(default_factory=list)  # horizontal rules: ``h`` less shading edges
+    drawn_v: list[_Edge] = field(default_factory=list)  # vertical rules: ``v`` less shading edges
 
 
 def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
     """The edges of ``paths`` (``page.get_cdrawings()``); None past ``MAX_ITEMS`` drawing items."""
     segments: list[tuple[float, float, float, float]] = []
+    shading: list[tuple[float, float, float, float]] = []  # sides of filled, unstroked boxes
     n = 0
     for path in paths:
         items = path["items"]
@@ -90,6 +93,7 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
             return None
         if path.get("closePath") and items and items[0][0] == "l" and items[-1][0] == "l":
             items = [*items, ("l", items[-1][2], items[0][1])]
+        sides = shading if path.get("type") == "f" else segments  # where a box's four sides go
         for item in items:
             kind = item[0]
             if kind == "l":
@@ -103,21 +107,24 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
                 elif y1 - y0 <= THIN and y1 - y0 < x1 - x0:
                     segments.append((x0, (y0 + y1) / 2, x1, (y0 + y1) / 2))
                 else:
-                    segments += _sides((x0, y0, x1, y1))
+                    sides += _sides((x0, y0, x1, y1))
             elif kind == "qu":
                 (ax, ay), (bx, by), (cx, cy), (dx, dy) = item[1]  # ul, ur, ll, lr
                 segments += [(ax, ay, cx, cy), (cx, cy, dx, dy), (dx, dy, bx, by), (bx, by, ax, ay)]
     m = page.rotation_matrix if page.rotation else None
     if m is not None:
         segments = [(*_point(m, (ax, ay)), *_point(m, (bx, by))) for ax, ay, bx, by in segments]
+        shading = [(*_point(m, (ax, ay)), *_point(m, (bx, by))) for ax, ay, bx, by in shading]
     area = tuple(page.rect)
     h, v = _axis_parallel(segments, area)
-    return Rules(h, v, sorted({_box(m, p["rect"]) for p in paths}, key=lambda r: (r[3], r[0])), area)
+    shade_h, shade_v = _axis_parallel(shading, area)
+    boxes = sorted({_box(m, p["rect"]) for p in paths}, key=lambda r: (r[3], r[0]))
+    return Rules(h + shade_h, v + shade_v, boxes, area, h, v)
 
 
 def has_cells(rules: Rules) -> bool:
     """Whether the drawn edges alone enclose at least two touching cells (the test before words are read)."""
-    h, v = _merge(rules.h), _merge(rules.v)
+    h, v = merge_edges(rules.h), merge_edges(rules.v)
     if len(h) < 2 or len(v) < 2 or len(h) + len(v) < 5:  # two cells need 3 + 2 edges at least
         return False
     return any(len(cells) >= 2 for cells in _connected(_cells(_crossings(h, v))))
@@ -133,7 +140,7 @@ def find_grids(rules: Rules, words: list[Word], clip: Box | None = None) -> list
     outline_h, outline_v = _axis_parallel(
         [s for box in _outlines(rules.boxes, words) for s in _sides(box)], area
     )
-    h, v = _merge(h + outline_h), _merge(v + outline_v)
+    h, v = merge_edges(h + outline_h), merge_edges(v + outline_v)
     grids = [_grid(cells) for cells in _connected(_cells(_crossings(h, v)))]
     grids = [g for g in grids if _two_columns(g) and _has_text(g.bbox, words)]
     return sorted(grids, key=lambda g: (g.bbox[1], g.bbox[0]))
@@ -311,7 +318,7 @@ def _corner_in(a, b) -> bool:
     return in_x and (b[1] - SNAP <= a[1] <= b[3] + SNAP or b[1] - SNAP <= a[3] <= b[3] + SNAP)
 
 
-def _merge(edges: list[_Edge]) -> list[_Edge]:
+def merge_edges(edges: list[_Edge]) -> list[_Edge]:
     """Edges snapped to shared positions, touching collinear pieces joined, short ones dropped."""
     if not edges:
         return []

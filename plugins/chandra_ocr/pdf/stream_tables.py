@@ -22,7 +22,9 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
   cells (``MAX_WORDS`` words on average), ``MIN_FILL`` of the positions filled, no dot leaders
   running to a last column of page numbers,
   no first column made only of list markers or reference numbers, no code (``CODE_SHARE`` of
-  the cells other than numbers with brackets, quotes, ``;`` or ``=``).
+  the cells other than numbers with brackets, quotes, ``;`` or ``=``), no drawn column rules
+  down the region splitting it into ``MIN_BOXES`` boxes or more of two columns each (a form of
+  boxed lists).
 - Wrapped cells: a body row set closer to the row above (by ``WRAP_GAP`` × its height) than
   body rows usually are, with fewer cells, no numbers and text only in columns that row fills,
   is joined to it.
@@ -34,9 +36,11 @@ The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word l
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import statistics
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -53,6 +57,7 @@ APART = 3.0  # a last row this many usual row gaps below the one above is not th
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
+MIN_BOXES = 3  # column rules splitting a region into this many boxes of two columns or more: a form
 MIN_COLS = 3
 MAX_WORDS = 4.0  # mean words per non-empty cell; more: prose set in columns
 MIN_FILL = 0.45  # non-empty cells per grid position
@@ -70,7 +75,7 @@ _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
 
 
 @dataclass
-class _Seg:
+class Seg:
     """Words of one row closer together than a cell gap."""
 
     words: list[Word]
@@ -90,17 +95,20 @@ class _Seg:
 
     @property
     def text(self) -> str:
-        return " ".join(w[4] for w in self.words)
+        """Its words in reading order: right to left where they are in a right-to-left script."""
+        texts = [w[4] for w in self.words]
+        rtl = max(texts) >= "\u0590" and any(_rtl(t) for t in texts)  # max: a cheap test first
+        return " ".join(texts[::-1] if rtl else texts)
 
 
 @dataclass
-class _Row:
+class Row:
     """One visual row of the page: its vertical band and its segments, left to right."""
 
     y0: float
     y1: float
     words: list[Word] = field(default_factory=list)
-    segs: list[_Seg] = field(default_factory=list)
+    segs: list[Seg] = field(default_factory=list)
 
     @property
     def height(self) -> float:
@@ -119,23 +127,47 @@ class StreamTable:
     words: frozenset[int]  # indices (into the words given) of the words in the table
 
 
-def stream_tables(words: list[Word], h_rules: Sequence[tuple[float, float, float]] = ()) -> list[StreamTable]:
+def stream_tables(
+    words: list[Word],
+    h_rules: Sequence[tuple[float, float, float]] = (),
+    v_rules: Sequence[tuple[float, float, float]] = (),
+) -> list[StreamTable]:
     """The unruled (or partly ruled) tables among ``words``, top to bottom.
 
-    ``h_rules``: horizontal drawn rules (y, x0, x1), used as header hints.
+    ``h_rules``: horizontal drawn rules (y, x0, x1), used as header hints; ``v_rules``: vertical
+    drawn rules (x, y0, y1), for the boxes of forms.
     """
-    rows = _rows(words)
+    rows = visual_rows(words)
     out = []
     for region in _regions(rows):
-        out += [t for part in _side_by_side(region) if (t := _table(part, h_rules, words)) is not None]
+        out += [
+            t for part in _side_by_side(region) if (t := _table(part, h_rules, v_rules, words)) is not None
+        ]
     return out
 
 
-def _side_by_side(region: list[_Row]) -> list[list[_Row]]:
+def _boxed(region: list[Row], cols: list[tuple[float, float]], v_rules) -> bool:
+    """Whether drawn vertical rules running down most of the region split its columns into
+    ``MIN_BOXES`` boxes or more of two columns or more each: a form of boxed lists, not one table."""
+    top, bottom = region[0].y0, region[-1].y1
+    xs = sorted(
+        x
+        for x, y0, y1 in v_rules
+        if cols[0][0] < x < cols[-1][1] and min(y1, bottom) - max(y0, top) >= 0.8 * (bottom - top)
+    )
+    if len(xs) < MIN_BOXES - 1:
+        return False
+    per_box = [0] * (len(xs) + 1)
+    for lo, hi in cols:
+        per_box[bisect.bisect_left(xs, (lo + hi) / 2)] += 1
+    return all(n >= 2 for n in per_box)
+
+
+def _side_by_side(region: list[Row]) -> list[list[Row]]:
     """The region, or its two halves when a gutter ``SIDE_GAP`` times wider than the others splits
     its columns into two groups of the same number (two tables set side by side)."""
     multi = [r for r in region if len(r.segs) >= 2]
-    cols = _columns([s for r in multi for s in r.segs], len(multi)) if multi else []
+    cols = gutter_columns([s for r in multi for s in r.segs], len(multi)) if multi else []
     if len(cols) < 4:
         return [region]
     gutters = [b[0] - a[1] for a, b in zip(cols, cols[1:], strict=False)]
@@ -148,18 +180,18 @@ def _side_by_side(region: list[_Row]) -> list[list[_Row]]:
     return [[r for r in half if r.segs] for half in halves]
 
 
-def _keep(region: list[_Row], wanted) -> list[_Row]:
+def _keep(region: list[Row], wanted) -> list[Row]:
     out = []
     for r in region:
         segs = [s for s in r.segs if wanted(s)]
-        out.append(_Row(r.y0, r.y1, [w for s in segs for w in s.words], segs))
+        out.append(Row(r.y0, r.y1, [w for s in segs for w in s.words], segs))
     return out
 
 
-def _rows(words: list[Word]) -> list[_Row]:
+def visual_rows(words: list[Word]) -> list[Row]:
     """Visual rows top to bottom, with their segments."""
     order = sorted(range(len(words)), key=lambda i: (words[i][1] + words[i][3]) / 2)
-    rows: list[_Row] = []
+    rows: list[Row] = []
     index: list[list[int]] = []
     band = (0.0, -1.0)  # the first word's middle half: a row's words have their middle in it
     for i in order:
@@ -172,7 +204,7 @@ def _rows(words: list[Word]) -> list[_Row]:
             row.y0, row.y1 = min(row.y0, w[1]), max(row.y1, w[3])
             index[-1].append(i)
         else:
-            rows.append(_Row(w[1], w[3]))
+            rows.append(Row(w[1], w[3]))
             index.append([i])
             quarter = (w[3] - w[1]) / 4
             band = (mid - quarter, mid + quarter)
@@ -182,29 +214,29 @@ def _rows(words: list[Word]) -> list[_Row]:
     return rows
 
 
-def _segments(words: list[Word]) -> list[_Seg]:
+def _segments(words: list[Word]) -> list[Seg]:
     """Gap-separated runs of words; dot leaders join the text before them, a number after them starts one."""
     heights = sorted(w[3] - w[1] for w in words)
     height = heights[len(heights) // 2]
-    segs: list[_Seg] = []
+    segs: list[Seg] = []
     end = 0.0
     for w in words:
         dots = _DOTS.fullmatch(w[4]) is not None
-        after_leader = bool(segs) and _DOTS.search(segs[-1].words[-1][4]) is not None and _is_number(w[4])
+        after_leader = bool(segs) and _DOTS.search(segs[-1].words[-1][4]) is not None and is_number(w[4])
         if segs and (dots or (w[0] - end <= GAP * height and not after_leader)):
             segs[-1].words.append(w)
             end = max(end, w[2])
         else:
-            segs.append(_Seg([w]))
+            segs.append(Seg([w]))
             end = w[2]
     return segs
 
 
-def _regions(rows: list[_Row]) -> list[list[_Row]]:
+def _regions(rows: list[Row]) -> list[list[Row]]:
     """Runs of multi-segment rows, close together, with up to ``MAX_BRIDGE`` one-segment rows inside
     them and ``MAX_LEAD`` just above them (header lines); the run's last rows are multi-segment."""
-    out: list[list[_Row]] = []
-    run: list[_Row] = []
+    out: list[list[Row]] = []
+    run: list[Row] = []
     bridge = 0
     for n, row in enumerate(rows):
         close = bool(run) and _close(run[-1], row)
@@ -228,13 +260,13 @@ def _regions(rows: list[_Row]) -> list[list[_Row]]:
     return [_trim(r) for r in out if sum(len(x.segs) >= 2 for x in r) >= MIN_ROWS]
 
 
-def _close(above: _Row, below: _Row) -> bool:
+def _close(above: Row, below: Row) -> bool:
     return below.y0 - above.y1 <= ROW_GAP * max(above.height, below.height)
 
 
-def _lead(rows: list[_Row], n: int) -> list[_Row]:
+def _lead(rows: list[Row], n: int) -> list[Row]:
     """The one-segment rows directly above row ``n`` (at most ``MAX_LEAD``, each close to the next)."""
-    lead: list[_Row] = []
+    lead: list[Row] = []
     k = n - 1
     while k >= 0 and len(lead) < MAX_LEAD and len(rows[k].segs) == 1 and _close(rows[k], rows[k + 1]):
         lead.insert(0, rows[k])
@@ -242,19 +274,19 @@ def _lead(rows: list[_Row], n: int) -> list[_Row]:
     return lead
 
 
-def _trim(run: list[_Row]) -> list[_Row]:
+def _trim(run: list[Row]) -> list[Row]:
     """The run without trailing one-segment rows, nor a last row of text (no numbers) set apart
     (``APART`` × the usual row gap)."""
     while run and len(run[-1].segs) < 2:
         run = run[:-1]
     gaps = [b.y0 - a.y1 for a, b in zip(run, run[1:], strict=False)]
     apart = len(gaps) >= MIN_ROWS and gaps[-1] > APART * max(statistics.median(gaps), 1.0)
-    if apart and not any(_is_number(seg.text) for seg in run[-1].segs):
+    if apart and not any(is_number(seg.text) for seg in run[-1].segs):
         return _trim(run[:-1])  # a line below the table (a paragraph of the next column set)
     return run
 
 
-def _columns(segs: list[_Seg], n_rows: int) -> list[tuple[float, float]]:
+def gutter_columns(segs: list[Seg], n_rows: int) -> list[tuple[float, float]]:
     """Column x ranges: between gutters that at most ``SPAN_SHARE`` of the rows cross."""
     x0 = int(min(s.x0 for s in segs))
     x1 = int(max(s.x1 for s in segs)) + 1
@@ -277,11 +309,11 @@ def _columns(segs: list[_Seg], n_rows: int) -> list[tuple[float, float]]:
     return cols
 
 
-def _table(region: list[_Row], h_rules, words: list[Word]) -> StreamTable | None:
+def _table(region: list[Row], h_rules, v_rules, words: list[Word]) -> StreamTable | None:
     """A region as a table, or None when it fails a guard."""
     for _ in range(3):
         multi = [r for r in region if len(r.segs) >= 2]  # one-segment rows (titles, labels) set no gutters
-        cols = _columns([s for r in multi for s in r.segs], len(multi)) if multi else []
+        cols = gutter_columns([s for r in multi for s in r.segs], len(multi)) if multi else []
         if len(cols) < 2:
             return None
         prose = _prose_side(region, cols)
@@ -293,21 +325,23 @@ def _table(region: list[_Row], h_rules, words: list[Word]) -> StreamTable | None
             return None
     else:
         return None
-    region, cols = _split_columns(region, cols)
-    grid = [_place(r, cols) for r in region]
+    region, cols = split_columns(region, cols)
+    if _boxed(region, cols, v_rules):
+        return None
+    grid = [place_cells(r, cols) for r in region]
     while grid and (_is_title(grid[0], len(cols)) or (len(grid[0]) < 2 and grid[0][0][0] == 0)):
         grid, region = grid[1:], region[1:]  # a title, or a label line above the table
-    if not _plausible(grid, len(cols)):
+    if not plausible(grid, len(cols)):
         return None
-    box = _bbox([w for r in region for s in r.segs for w in s.words])
+    box = words_box([w for r in region for s in r.segs for w in s.words])
     used = frozenset(w[8] for r in region for s in r.segs for w in s.words)
-    n_header = _header_rows(grid, region, h_rules, box)
+    n_header = header_rows(grid, region, h_rules, box)
     grid = _join_wrapped(grid, region, n_header)
     cells = [(i, c, 1, span, text) for i, row in enumerate(grid) for c, span, text in row]
     return StreamTable(box, len(grid), len(cols), cells, n_header, used)
 
 
-def _join_wrapped(grid: list[list[tuple[int, int, str]]], region: list[_Row], n_header: int):
+def _join_wrapped(grid: list[list[tuple[int, int, str]]], region: list[Row], n_header: int):
     """Body rows with their wrapped lines joined: a row closer to the row above by ``WRAP_GAP`` × its
     height than body rows usually are, with fewer cells, no numbers, and text only in columns the
     row above fills, continues it."""
@@ -320,7 +354,7 @@ def _join_wrapped(grid: list[list[tuple[int, int, str]]], region: list[_Row], n_
         gap = region[i].y0 - region[i - 1].y1
         above = {c: k for k, (c, _, _) in enumerate(out[-1])}
         continues = len(grid[i]) < len(out[-1]) and all(
-            c in above and not _is_number(t) for c, _, t in grid[i]
+            c in above and not is_number(t) for c, _, t in grid[i]
         )
         if gap <= usual - WRAP_GAP * region[i].height and continues:
             row = list(out[-1])
@@ -333,7 +367,7 @@ def _join_wrapped(grid: list[list[tuple[int, int, str]]], region: list[_Row], n_
     return out
 
 
-def _split_columns(region: list[_Row], cols: list[tuple[float, float]]):
+def split_columns(region: list[Row], cols: list[tuple[float, float]]):
     """The region and its columns with each column split where ``SPLIT_SHARE`` of its cells have a
     word gap (of ``SPLIT_GAP`` × the word height at least) at the same x: two columns set closer
     than a cell gap ("648765 AAA")."""
@@ -355,14 +389,15 @@ def _split_columns(region: list[_Row], cols: list[tuple[float, float]]):
     for r in region:
         segs = []
         for seg in r.segs:
-            x = next((x for k, x in cuts.items() if cols[k][0] <= seg.x0 and seg.x1 <= cols[k][1]), None)
+            starts_in = [x for k, x in cuts.items() if cols[k][0] <= seg.x0 <= cols[k][1]]
+            x = next((x for x in starts_in if seg.x0 < x < seg.x1), None)
             parts = (
                 [[w for w in seg.words if w[2] <= x], [w for w in seg.words if w[2] > x]]
                 if x
                 else [seg.words]
             )
-            segs += [_Seg(p) for p in parts if p]
-        out.append(_Row(r.y0, r.y1, r.words, segs))
+            segs += [Seg(p) for p in parts if p]
+        out.append(Row(r.y0, r.y1, r.words, segs))
     split: list[tuple[float, float]] = []
     for k, (a, b) in enumerate(cols):
         split += [(a, cuts[k] - 1), (cuts[k] + 1, b)] if k in cuts else [(a, b)]
@@ -381,7 +416,7 @@ def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
     return len(row) <= 2 and n_cols >= 3 and any(span >= 0.6 * n_cols for _, span, _ in row)
 
 
-def _prose_side(region: list[_Row], cols: list[tuple[float, float]]) -> int | None:
+def _prose_side(region: list[Row], cols: list[tuple[float, float]]) -> int | None:
     """The index of the first or last column when it holds running text (another column of the page)."""
     for k in (0, len(cols) - 1):
         counts = [s.n_words for r in region for s in r.segs if _overlaps(s, cols[k])]
@@ -390,15 +425,15 @@ def _prose_side(region: list[_Row], cols: list[tuple[float, float]]) -> int | No
     return None
 
 
-def _without(region: list[_Row], col: tuple[float, float]) -> list[_Row]:
+def _without(region: list[Row], col: tuple[float, float]) -> list[Row]:
     return _keep(region, lambda seg: not _overlaps(seg, col))
 
 
-def _overlaps(seg: _Seg, col: tuple[float, float]) -> bool:
+def _overlaps(seg: Seg, col: tuple[float, float]) -> bool:
     return seg.x0 <= col[1] and seg.x1 >= col[0]
 
 
-def _place(row: _Row, cols: list[tuple[float, float]]) -> list[tuple[int, int, str]]:
+def place_cells(row: Row, cols: list[tuple[float, float]]) -> list[tuple[int, int, str]]:
     """(first column, colspan, text) of each cell of ``row``; segments sharing a column are joined."""
     cells: list[tuple[int, int, str]] = []
     for s in row.segs:
@@ -416,7 +451,7 @@ def _place(row: _Row, cols: list[tuple[float, float]]) -> list[tuple[int, int, s
     return cells
 
 
-def _plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
+def plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
     """The precision guards of the module docstring."""
     texts = [t for row in grid for _, _, t in row]
     multi = sum(1 for row in grid if len(row) >= 2)
@@ -438,25 +473,30 @@ def _plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
     first = by_col.get(0, [])
     if len(first) >= 2 and sum(1 for t in first if _MARKER.match(t)) >= 0.8 * len(first):
         return False  # a list or a reference list
-    words = [t for t in texts if not _is_number(t)]
+    words = [t for t in texts if not is_number(t)]
     if words and sum(1 for t in words if _CODE.search(t)) >= CODE_SHARE * len(words):
         return False  # program code set in columns
     if n_cols < MIN_COLS:
         if n_cols < 2:
             return False
         second = by_col.get(1, [])
-        return bool(second) and sum(1 for t in second if _is_number(t)) >= MIN_NUMERIC_2COL * len(second)
+        return bool(second) and sum(1 for t in second if is_number(t)) >= MIN_NUMERIC_2COL * len(second)
     return True
 
 
-def _is_number(text: str) -> bool:
+def _rtl(word: str) -> bool:
+    """Whether ``word`` starts with a right-to-left letter (Hebrew, Arabic, ...)."""
+    return word[0] >= "\u0590" and unicodedata.bidirectional(word[0]) in ("R", "AL")
+
+
+def is_number(text: str) -> bool:
     return bool(_NUMERIC.fullmatch(text.strip()))
 
 
-def _header_rows(grid, region: list[_Row], h_rules, box: Box) -> int:
+def header_rows(grid, region: list[Row], h_rules, box: Box) -> int:
     """Leading rows above the first body row (a label in the first column and a number; without a label
     column, the first row with a number); bounded by an early drawn rule."""
-    numbers = [any(_is_number(t) for _, _, t in row) for row in grid]
+    numbers = [any(is_number(t) for _, _, t in row) for row in grid]
     labelled = [bool(row) and row[0][0] == 0 for row in grid]
     first_body = next((i for i, row in enumerate(grid) if numbers[i] and labelled[i]), None)
     if first_body is None:  # no label column: the first row with a number
@@ -473,7 +513,7 @@ def _header_rows(grid, region: list[_Row], h_rules, box: Box) -> int:
     return min(first_body, len(grid) - 1)
 
 
-def _bbox(words: list[Word]) -> Box:
+def words_box(words: list[Word]) -> Box:
     return (
         min(w[0] for w in words),
         min(w[1] for w in words),

@@ -1,0 +1,413 @@
+"""Partly ruled tables: a frame of horizontal rules (perhaps with column rules), the rows from the text.
+
+Tables ruled only in part — a rule every row or every few rows, rules around the header only,
+column rules without row rules — whose words no ruled grid took (``pdf/native_tables.py``) are
+read here, before ``pdf/stream_tables.py`` sees the rest:
+
+- Frames, from the drawn rules alone (the cheap test: most pages have none, and no word is
+  looked at then): three or more horizontal rules at least ``MIN_WIDTH`` long with the same ends
+  (within ``SAME`` points), or two with column rules. Column rules inside them that start or end
+  on one of them stretch the frame to their ends (a table ruled only under its header, the
+  columns ruled down). Rules more than ``MAX_BAND`` apart with no column rule between them frame
+  running text, not a table; the sides of filled boxes (shading) are not rules.
+- Frames with words set beside them (within ``BESIDE``) are left to word alignment: the rules
+  cover part of a table only (row labels outside a ruled grid).
+- A band between two rules holding running text (``PROSE_LINES`` lines or more, more than
+  ``stream_tables.MAX_WORDS`` words per segment) is not the table's: it splits the frame (page
+  header rules over a page of text and a table at its foot).
+- Columns: the column rules where there are (each word in the column holding its centre; a
+  segment with a word running over a rule is one cell spanning the columns it covers), else the
+  gutters of word alignment (``stream_tables.gutter_columns``). Column rules with ``BOXED`` of
+  their cells holding two gap-separated segments are boxes of a form, not columns: left to word
+  alignment.
+- Rows are the text's visual lines. A line continues the row above it (a multi-line cell) when
+  it fills fewer columns than that row's first line, only columns that line fills, half of them
+  at most or no numbers, and either leaves the first column empty, is indented (a hanging
+  indent) or is in a band between two rules that holds that one row only. A line filling only
+  columns no other line of its band fills holds cells spanning the band's rows: it joins the
+  band's first row. Never across a rule.
+- Header rows: lines set just above the frame's top rule (a table ruled from below its header),
+  else the rows of its first band (``MAX_HEADER`` at most, without numbers in half their cells),
+  else ``stream_tables.header_rows``. Header lines below the fullest header row, in its band and
+  its columns, join it (the last lines of cells set around the others' middle); rows above it
+  (group labels) stay rows, and a label over a shorter rule spans the columns the rule covers.
+  A leading line of one segment running over column rules, or in a band of such lines only, is
+  a title, left as text.
+- The guards of ``stream_tables.plausible`` (prose, lists, tables of contents, code).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from chandra_ocr.pdf.ruled_grid import Box, Rules, Word, merge_edges
+from chandra_ocr.pdf.stream_tables import (
+    MAX_WORDS,
+    Row,
+    StreamTable,
+    gutter_columns,
+    header_rows,
+    is_number,
+    place_cells,
+    plausible,
+    split_columns,
+    visual_rows,
+    words_box,
+)
+
+MIN_WIDTH = 72.0  # points: shorter horizontal rules do not frame a table
+SAME = 4.0  # points: rule ends this close are the same
+MAX_BAND = 200.0  # points: rules further apart, with no column rule between, frame running text
+MIN_HEIGHT = 6.0  # points: a lower frame holds no line (a double rule)
+PROSE_LINES = 3  # a band with this many lines of long segments holds running text
+MAX_LEAD = 2  # header lines kept just above a frame's top rule
+MAX_HEADER = 4  # header rows at most in a frame's first band
+LEAD_ROOM = 40.0  # points above a frame's top rule searched for its header lines
+BESIDE = 72.0  # points: words this close beside a frame's sides, on its lines: it holds part of a table
+BOXED = 0.2  # this share of the cells between column rules holding two segments: boxes, not columns
+_TOL = 2.0  # points: a word's centre this far outside a frame is still in it
+
+Cell = tuple[int, int, str]  # (first column, colspan, text)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Horizontal rules of one extent and the column rules inside them."""
+
+    box: Box
+    ys: list[float]  # the horizontal rules, top to bottom
+    xs: list[float]  # column rules running through most of the frame, left to right
+    partial: list[tuple[float, float, float]]  # shorter horizontal rules inside it (y, x0, x1)
+
+
+def frames(rules: Rules) -> list[Frame]:
+    """The frames among the page's drawn rules, top to bottom (module docstring); no word is read."""
+    long = [e for e in rules.drawn_h if e[2] - e[1] >= MIN_WIDTH]
+    if len(long) < 2:
+        return []
+    groups: list[list[tuple[float, float, float]]] = []
+    for e in merge_edges(long):
+        group = next((g for g in groups if abs(g[0][1] - e[1]) <= SAME and abs(g[0][2] - e[2]) <= SAME), None)
+        if group is None:
+            groups.append([e])
+        else:
+            group.append(e)
+    groups = [g for g in groups if len(g) >= 2]
+    if not groups:
+        return []
+    vertical = merge_edges(rules.drawn_v) if rules.drawn_v else []
+    out = []
+    drawn = merge_edges(rules.drawn_h)
+    for g in groups:
+        x0, x1 = min(e[1] for e in g), max(e[2] for e in g)
+        inside = [v for v in vertical if x0 + SAME < v[0] < x1 - SAME]
+        for ys in _stacks(sorted(e[0] for e in g), inside):
+            touching = [v for v in inside if _touches(v, ys)]
+            top = min([ys[0], *(v[1] for v in touching)])
+            bottom = max([ys[-1], *(v[2] for v in touching)])
+            if bottom - top >= MIN_HEIGHT and (len(ys) >= 3 or touching):
+                xs = sorted({round(v[0], 1) for v in touching if v[2] - v[1] >= 0.5 * (bottom - top)})
+                partial = [
+                    e for e in drawn if top < e[0] < bottom and x0 - SAME <= e[1] and e[2] <= x1 + SAME
+                ]
+                out.append(
+                    Frame((x0, top, x1, bottom), ys, xs, [e for e in partial if e[2] - e[1] < x1 - x0 - SAME])
+                )
+    return sorted(out, key=lambda f: f.box[1])
+
+
+def _stacks(ys: list[float], vertical: list[tuple[float, float, float]]) -> list[list[float]]:
+    """Rule positions ``ys`` split where two are more than ``MAX_BAND`` apart with no column rule
+    between them (running text between rules: a page's header and footer rules); runs of two or more."""
+    out, run = [], ys[:1]
+    for y in ys[1:]:
+        if y - run[-1] > MAX_BAND and not any(v[1] <= run[-1] + SAME and v[2] >= y - SAME for v in vertical):
+            out.append(run)
+            run = []
+        run.append(y)
+    out.append(run)
+    return [r for r in out if len(r) >= 2]
+
+
+def _touches(v: tuple[float, float, float], ys: list[float]) -> bool:
+    """Whether vertical rule ``v`` starts or ends on one of the rules at ``ys``, or runs between them."""
+    return any(abs(v[1] - y) <= SAME or abs(v[2] - y) <= SAME for y in ys) or ys[0] <= v[1] < v[2] <= ys[-1]
+
+
+def partly_ruled_tables(words: list[Word], found: list[Frame]) -> list[StreamTable]:
+    """The tables of the frames ``found`` among ``words``, top to bottom (``StreamTable.words``
+    index ``words``)."""
+    order = sorted(range(len(words)), key=lambda i: words[i][1] + words[i][3])
+    mids = [(words[i][1] + words[i][3]) / 2 for i in order]
+    out = []
+    for frame in found:
+        x0, top, x1, bottom = frame.box
+        near = order[bisect.bisect_left(mids, top - LEAD_ROOM) : bisect.bisect_right(mids, bottom + _TOL)]
+        ids = [i for i in near if x0 - _TOL <= (words[i][0] + words[i][2]) / 2 <= x1 + _TOL]
+        if len(ids) < 4 or any(_beside(words[i], frame.box) for i in near):
+            continue
+        lines = [_renumbered(r, ids) for r in visual_rows([words[i] for i in ids])]
+        for part in _parts(lines, frame):
+            table = _table(part, frame)
+            if table is not None:
+                out.append(table)
+    return out
+
+
+def _beside(w: Word, box: Box) -> bool:
+    """Whether ``w`` is set beside ``box``, within ``BESIDE`` of its left or right side (the frame
+    holds part of a table only)."""
+    x, y = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
+    if not box[1] < y < box[3]:
+        return False
+    return box[0] - BESIDE < x < box[0] - _TOL or box[2] + _TOL < x < box[2] + BESIDE
+
+
+def _renumbered(row: Row, ids: list[int]) -> Row:
+    """``row`` with its words' last field an index into the page's words again."""
+    back = {w[8]: (*w[:8], ids[w[8]]) for w in row.words}
+    for seg in row.segs:
+        seg.words = [back[w[8]] for w in seg.words]
+    row.words = list(back.values())
+    return row
+
+
+def _parts(lines: list[Row], frame: Frame) -> list[list[Row]]:
+    """Runs of the frame's lines between bands of running text, each with the header lines set
+    just above its top rule."""
+    top = frame.box[1]
+    body = [r for r in lines if _mid(r) >= top - _TOL]
+    lead = [r for r in lines if _mid(r) < top - _TOL]
+    kept: list[Row] = []
+    for r in reversed(lead):  # header lines just above the top rule, each close to the next
+        below = kept[0] if kept else None
+        near = (below.y0 if below else top) - r.y1 <= 1.5 * r.height
+        if len(kept) == MAX_LEAD or len(r.segs) < 2 or not near:
+            break
+        kept.insert(0, r)
+    bands: dict[int, list[Row]] = {}
+    for r in body:
+        bands.setdefault(_band(frame, r), []).append(r)
+    parts, run = [], list(kept)
+    for n in sorted(bands):
+        if _prose(bands[n]):
+            parts.append(run)
+            run = []
+        else:
+            run += bands[n]
+    parts.append(run)
+    return [p for p in parts if len(p) >= 2]
+
+
+def _mid(r: Row) -> float:
+    return (r.y0 + r.y1) / 2
+
+
+def _band(frame: Frame, r: Row) -> int:
+    """The number of the frame's rules above the middle of line ``r``."""
+    return bisect.bisect_left(frame.ys, _mid(r))
+
+
+def _prose(band: list[Row]) -> bool:
+    segs = [s for r in band for s in r.segs]
+    return len(band) >= PROSE_LINES and sum(s.n_words for s in segs) > MAX_WORDS * len(segs)
+
+
+def _table(lines: list[Row], frame: Frame) -> StreamTable | None:
+    """The lines of one frame as a table, or None when they fail a guard."""
+    x0, _, x1, _ = frame.box
+    if frame.xs:
+        bounds = [x0, *frame.xs, x1]
+        cols = list(zip(bounds, bounds[1:], strict=False))
+        cells = [_by_rules(r, frame.xs) for r in lines]
+        if _boxes(lines, frame.xs):
+            return None
+    else:
+        multi = [r for r in lines if len(r.segs) >= 2]
+        cols = gutter_columns([s for r in multi for s in r.segs], len(multi)) if multi else []
+        lines, cols = split_columns(lines, cols) if cols else (lines, cols)
+        cells = [place_cells(r, cols) for r in lines]
+    if len(cols) < 2:
+        return None
+    lead = sum(1 for r in lines if _mid(r) < frame.box[1] - _TOL)
+    rows, spans = _records(lines, cells, frame, lead)
+    while rows and _is_title(rows, spans, lines, frame, len(cols)):  # left as text
+        rows, spans, lead = rows[1:], spans[1:], max(lead - 1, 0)
+    if len(rows) < 3 or not plausible(rows, len(cols)):
+        return None
+    h_rules = [(y, x0, x1) for y in frame.ys]
+    bands = [Row(lines[a].y0, lines[b - 1].y1) for a, b in spans]
+    box = words_box([w for a, b in spans for r in lines[a:b] for w in r.words])
+    n_header = lead or _first_band(rows, spans, lines, frame) or header_rows(rows, bands, h_rules, box)
+    if not lead:
+        rows, spans, n_header = _one_header_row(rows, spans, lines, frame, n_header)
+    rows = _underlined(rows, spans, lines, frame, cols, n_header)
+    used = frozenset(w[8] for a, b in spans for r in lines[a:b] for w in r.words)
+    flat = [(i, c, 1, span, text) for i, row in enumerate(rows) for c, span, text in row]
+    return StreamTable(box, len(rows), len(cols), flat, n_header, used)
+
+
+def _underlined(
+    rows: list[list[Cell]],
+    spans: list[tuple[int, int]],
+    lines: list[Row],
+    frame: Frame,
+    cols: list[tuple[float, float]],
+    n_header: int,
+) -> list[list[Cell]]:
+    """Header rows with a label over a shorter rule made one cell spanning the columns the rule
+    covers (a group label: "TEDs" over "simple", "complex" and "all")."""
+    starts = [c[0] for c in cols]
+    out = list(rows)
+    for i in range(min(n_header, len(rows) - 1)):
+        a, b = spans[i]
+        low, high = min(r.y1 for r in lines[a:b]), lines[b].y0 if b < len(lines) else frame.box[3]
+        for y, x0, x1 in frame.partial:
+            if not low - _TOL <= y <= high + _TOL:
+                continue
+            first = max(bisect.bisect_right(starts, x0 + SAME) - 1, 0)
+            last = max(bisect.bisect_right(starts, x1 - SAME) - 1, first)
+            inside = [cell for cell in out[i] if first <= cell[0] <= last]
+            if len(inside) == 1:
+                rest = [cell for cell in out[i] if not first <= cell[0] <= last]
+                out[i] = sorted([*rest, (first, last - first + 1, inside[0][2])])
+    return out
+
+
+def _first_band(rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame) -> int:
+    """The rows of the first band between two rules when they read as a header: ``MAX_HEADER`` rows
+    at most, two rows or more below them, none with numbers in half its cells; else 0."""
+    band = _band(frame, lines[spans[0][0]])
+    n = sum(1 for a, _ in spans if _band(frame, lines[a]) == band)
+    if band == 0 or n > MAX_HEADER or len(rows) - n < 2:
+        return 0
+    if any(2 * sum(is_number(t) for _, _, t in row) >= len(row) for row in rows[:n]):
+        return 0
+    return n
+
+
+def _is_title(
+    rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_cols: int
+) -> bool:
+    """Whether the first row is a title: a line of one segment running over column rules, or with
+    no line of more segments in its band."""
+    if spans[0][1] - spans[0][0] != 1 or len(lines[spans[0][0]].segs) != 1 or n_cols < 3:
+        return False
+    if len(rows[0]) >= 2 or rows[0][0][1] >= 2:
+        return True
+    band = _band(frame, lines[spans[0][0]])
+    return all(len(r.segs) == 1 for r in lines[spans[0][0] :] if _band(frame, r) == band)
+
+
+def _boxes(lines: list[Row], xs: list[float]) -> bool:
+    """Whether the column rules at ``xs`` frame boxes of columns rather than columns: ``BOXED`` of
+    the cells or more hold two segments set a cell gap apart ("YES … 90" in each box of a form)."""
+    filled: dict[tuple[int, int], int] = {}
+    for n, r in enumerate(lines):
+        for seg in r.segs:
+            key = (n, bisect.bisect_left(xs, (seg.x0 + seg.x1) / 2))
+            filled[key] = filled.get(key, 0) + 1
+    return sum(1 for k in filled.values() if k >= 2) >= BOXED * len(filled)
+
+
+def _by_rules(r: Row, xs: list[float]) -> list[Cell]:
+    """The cells of line ``r`` between column rules at ``xs``: each word in the column of its centre,
+    but a segment with a word running over a rule is one cell spanning the columns it covers (a
+    group label centred over its columns)."""
+    cells: dict[int, tuple[int, list[str]]] = {}
+    for seg in r.segs:
+        if any(w[0] < x < w[2] for w in seg.words for x in xs):
+            first = bisect.bisect_left(xs, seg.x0)
+            span = bisect.bisect_left(xs, seg.x1) - first + 1
+            parts = [(first, span, seg.text)]
+        else:
+            parts = [(bisect.bisect_left(xs, (w[0] + w[2]) / 2), 1, w[4]) for w in seg.words]
+        for c, span, text in parts:
+            prev = cells.get(c)
+            cells[c] = (max(span, prev[0]), [*prev[1], text]) if prev else (span, [text])
+    return [(c, span, " ".join(texts)) for c, (span, texts) in sorted(cells.items())]
+
+
+def _records(
+    lines: list[Row], cells: list[list[Cell]], frame: Frame, lead: int
+) -> tuple[list[list[Cell]], list[tuple[int, int]]]:
+    """Rows of cells with multi-line and row-spanning cells joined (module docstring), and the lines
+    each row spans."""
+    band = [-1 if i < lead else _band(frame, r) for i, r in enumerate(lines)]
+    single = {b: _one_record(cells, band, b) for b in set(band)}
+    left = min(r.segs[0].x0 for r in lines)
+    rows: list[list[Cell]] = []
+    spans: list[tuple[int, int]] = []
+    starts: dict[int, int] = {}  # band → its first row
+    for i, line in enumerate(cells):
+        if rows and band[spans[-1][0]] == band[i] and band[i] >= 0:
+            first = cells[spans[-1][0]]
+            indented = lines[i].segs[0].x0 - left >= lines[i].height  # a hanging indent
+            if _continues(line, first) and (line[0][0] != 0 or indented or single[band[i]]):
+                rows[-1] = _joined(rows[-1], line)
+                spans[-1] = (spans[-1][0], i + 1)
+                continue
+            if _spanning(cells, band, i):
+                n = starts[band[i]]
+                rows[n] = _joined(rows[n], line)
+                spans[n] = (spans[n][0], max(spans[n][1], i + 1))
+                continue
+        starts.setdefault(band[i], len(rows))
+        rows.append(list(line))
+        spans.append((i, i + 1))
+    return rows, spans
+
+
+def _spanning(cells: list[list[Cell]], band: list[int], i: int) -> bool:
+    """Whether line ``i`` fills only columns no other line of its band fills: cells spanning the
+    band's rows, set at their middle ("6" beside the "OTSL" and "HTML" rows)."""
+    mine = {c for c, _, _ in cells[i]}
+    others = {c for j, line in enumerate(cells) if j != i and band[j] == band[i] for c, _, _ in line}
+    return bool(others) and not mine & others
+
+
+def _one_record(cells: list[list[Cell]], band: list[int], b: int) -> bool:
+    """Whether every line of band ``b`` after its first continues that first line."""
+    mine = [cells[i] for i, n in enumerate(band) if n == b]
+    return len(mine) >= 2 and all(_continues(line, mine[0]) for line in mine[1:])
+
+
+def _continues(line: list[Cell], first: list[Cell]) -> bool:
+    """Whether ``line`` fills fewer columns than ``first``, only columns it fills, and half of them at
+    most or no numbers."""
+    mine, theirs = {c for c, _, _ in line}, {c for c, _, _ in first}
+    if not mine < theirs:
+        return False
+    return 2 * len(mine) <= len(theirs) or not any(is_number(t) for _, _, t in line)
+
+
+def _joined(row: list[Cell], line: list[Cell]) -> list[Cell]:
+    """``row`` with the cells of ``line`` appended to its cells (or added, in columns it leaves empty)."""
+    by_col = {c: (c, span, text) for c, span, text in row}
+    for c, span, text in line:
+        prev = by_col.get(c)
+        by_col[c] = (c, prev[1], f"{prev[2]} {text}") if prev else (c, span, text)
+    return [by_col[c] for c in sorted(by_col)]
+
+
+def _one_header_row(
+    rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_header: int
+) -> tuple[list[list[Cell]], list[tuple[int, int]], int]:
+    """Header rows below the fullest one, in its band and only in columns it fills, joined to it
+    (the last lines of header cells set around the others' middle: "operators" under "Cost on
+    U.S."); and the number of header rows then. Rows above it (spanning group labels) stay."""
+    if n_header < 2:
+        return rows, spans, n_header
+    main = max(range(n_header), key=lambda i: len(rows[i]))
+    band = _band(frame, lines[spans[main][0]])
+    end = main + 1
+    while end < n_header and _band(frame, lines[spans[end][0]]) == band and _within(rows[end], rows[main]):
+        rows[main] = _joined(rows[main], rows[end])
+        spans[main] = (spans[main][0], spans[end][1])
+        end += 1
+    return rows[: main + 1] + rows[end:], spans[: main + 1] + spans[end:], n_header - (end - main - 1)
+
+
+def _within(row: list[Cell], other: list[Cell]) -> bool:
+    return {c for c, _, _ in row} <= {c for c, _, _ in other}
