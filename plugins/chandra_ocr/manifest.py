@@ -20,7 +20,7 @@ class DocRef:
     source: str  # the original file or object URL (never modified)
     bytes: int
     n_pages: int = 0  # estimate from planning; exact after extraction
-    work_pdf: str | None = None  # compressed copy when kept, else the original (a remote one's local copy)
+    work_pdf: str | None = None  # compressed copy when kept, else ``readable`` (set by compress)
     compressed_bytes: int | None = None
     compress_method: str | None = None
     state: DocState = "planned"

@@ -69,7 +69,7 @@ class Discover:
     def plan(self, discovery: Discovery) -> list[Batch]:
         """Batches of about ``options.batch_pages`` pages (page counts read in the workers)."""
         docs = [
-            DocRef(f.doc_id, f.path, f.bytes, work_pdf=f.local, local=f.local, replaces=f.replaces)
+            DocRef(f.doc_id, f.path, f.bytes, local=f.local, replaces=f.replaces)
             for f in discovery.new
         ]
         progress = Progress("plan: counting pages", 0, log, total_docs=len(docs))

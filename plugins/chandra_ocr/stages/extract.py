@@ -213,7 +213,7 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
         doc.n_pages = record.n_pages if record.n_pages is not None else doc.n_pages
         if record.outcome == "triaged":
             pages = {pt.page_no: pt for pt in record.triage}
-            pending.append(_Pending(doc, doc.work_pdf or doc.source, pages))
+            pending.append(_Pending(doc, doc.work_pdf or doc.readable, pages))
     progress.done()
     return pending
 
@@ -236,7 +236,7 @@ def triage_and_checkpoint(
     Runs in a PDF worker so that text extraction and the writes use every core and a hung or
     crashing parser only costs that worker.
     """
-    triage = triage_document(doc.work_pdf or doc.source, options, password=password, force_route=force)
+    triage = triage_document(doc.work_pdf or doc.readable, options, password=password, force_route=force)
     text_pages = [_text_page(triage, pt) for pt in triage.pages if pt.route == "text"]
     if finish is not None and len(text_pages) == triage.n_pages:
         # imported here: Arrow and DuckDB take ~1 GB of address space, which counts against the
