@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from chandra_ocr.pdf.discover import discover, file_sha256
+from chandra_ocr.pdf.discover import discover
+from chandra_ocr.pdf.sources import stream_sha256
 
 NOW = time.time()
 OLD = NOW - 3600
@@ -128,7 +129,8 @@ def test_hashing_streams_the_file(tmp_path: Path) -> None:
         f.truncate(64 * 1024 * 1024)  # 64 MiB, sparse
     tracemalloc.start()
     try:
-        digest = file_sha256(big)
+        with open(big, "rb") as f:
+            digest = stream_sha256(f)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

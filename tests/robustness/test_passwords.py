@@ -3,6 +3,7 @@ and the fallbacks, and never written to a log, the knowledge base or its work fi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
@@ -15,7 +16,6 @@ import pytest
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.pdf.discover import file_sha256
 from chandra_ocr.pdf.passwords import PasswordBook, load_passwords, parse_passwords
 from chandra_ocr.pipeline import run
 
@@ -70,7 +70,7 @@ def test_encrypted_documents_open_with_their_passwords_and_the_passwords_leave_n
     secrets = {  # one key of each kind: file name, path ending, doc_id
         "known0.pdf": KNOWN[rels[0]][0],
         "sub/known1.pdf": KNOWN[rels[1]][0],
-        file_sha256(names[rels[2]]): KNOWN[rels[2]][0],
+        hashlib.sha256(names[rels[2]].read_bytes()).hexdigest(): KNOWN[rels[2]][0],
         "wrong.pdf": WRONG_PASSWORD,
     }
     secrets_file = tmp_path / "secrets" / "passwords.json"

@@ -20,7 +20,6 @@ from chandra_ocr.pdf.sources import (
     hash_entry,
     is_url,
     open_source,
-    stream_sha256,
 )
 from chandra_ocr.progress import Progress
 from chandra_ocr.store.layout import KbLayout
@@ -208,12 +207,6 @@ def recent_note(recent: Sequence[str], settle_seconds: float, how: str, shown: i
         f"{len(recent)} file(s) skipped as still being written (modified less than "
         f"{settle_seconds:g} s ago): {names}{more}; a later run takes them, or this one with {how}"
     )
-
-
-def file_sha256(path: str | Path) -> str:
-    """The sha256 hex digest of a file, read in chunks."""
-    with open(path, "rb") as f:
-        return stream_sha256(f)
 
 
 def candidates(source: str) -> Iterator[tuple[str, str | None]]:
