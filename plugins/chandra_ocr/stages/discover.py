@@ -68,10 +68,7 @@ class Discover:
 
     def plan(self, discovery: Discovery) -> list[Batch]:
         """Batches of about ``options.batch_pages`` pages (page counts read in the workers)."""
-        docs = [
-            DocRef(f.doc_id, f.path, f.bytes, local=f.local, replaces=f.replaces)
-            for f in discovery.new
-        ]
+        docs = [DocRef(f.doc_id, f.path, f.bytes, local=f.local, replaces=f.replaces) for f in discovery.new]
         progress = Progress("plan: counting pages", 0, log, total_docs=len(docs))
         with self.ctx.pool() as workers:
             futures = [workers.submit(_count_pages, d.readable, timeout=COUNT_TIMEOUT_S) for d in docs]
