@@ -149,16 +149,15 @@ def _agrees(g: Grid, texts: list[list[str]], words: list[Word]) -> bool:
             lines[cell][round(y / max(w[3] - w[1], 1.0) * 2)].append(w[4])
     stacked: dict[float, int] = defaultdict(int)  # grid row top → cells with numbers stacked in them
     paired: dict[float, int] = defaultdict(int)  # grid row top → cells with numbers on two lines or more
+    filled: dict[float, int] = defaultdict(int)  # grid row top → cells with words
     for cell, by_line in lines.items():
+        filled[cell[1]] += 1
         texts_of = [" ".join(ws) for ws in by_line.values()]
         if sum(1 for t in texts_of if _LEADER_END.search(t)) >= 2:
             return False  # items with dot leaders on two lines of one cell: rows without rules
         numbers = sum(1 for t in texts_of if _NUMBER.fullmatch(t))
         stacked[cell[1]] += numbers >= STACKED
         paired[cell[1]] += numbers >= 2
-    filled: dict[float, int] = defaultdict(int)
-    for cell in lines:
-        filled[cell[1]] += 1
     if any(n >= PAIRED and 2 * n >= filled[top] for top, n in paired.items()):
         return False  # most cells of a grid row hold numbers on two lines: a rule every two rows
     return max(stacked.values(), default=0) < 2  # else: rows without rules between them
