@@ -139,6 +139,17 @@ def profile_split(args: argparse.Namespace, engine, images) -> dict[str, Any]:
     }
 
 
+def prefill_only(engine, pages) -> dict[str, Any]:
+    """``pages`` at 1 output token, all at once: preprocessing, image encoder and prefill without decode
+    (compared with a full mode's time a page, it splits where the time goes; untimed by the modes)."""
+    engine.warmup_max_tokens = 1
+    try:
+        run = gs.measure(lambda: gs.raw_chat(engine, pages))
+    finally:
+        engine.warmup_max_tokens = None
+    return run | {"s_per_page": round(run["wall_s"] / max(run["pages"], 1), 4)}
+
+
 def pages_and_images(args, pool, engine):
     requests = gs.collect_requests(args.source, args.pages)
     gs.render_all(pool, gs.fresh_requests(requests[: 2 * pool.workers]), engine.render_spec)  # warm
@@ -180,6 +191,9 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
             record["warmup_s"] = round(time.perf_counter() - t0, 1)
             if args.profile_pages:
                 record["profile"] = profile_split(args, engine, images)
+                save(record, args.out)
+            if args.split_pages:
+                record["prefill_only"] = prefill_only(engine, images[: args.split_pages])
                 save(record, args.out)
             modes = {
                 "a": lambda: gs.raw_chat(engine, images),
@@ -365,6 +379,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--quantization", default=None, help="VllmOptions.quantization (fp8: online FP8)")
     p.add_argument("--kv-cache-dtype", default="auto", help="VllmOptions.kv_cache_dtype (fp8: FP8 KV cache)")
     p.add_argument("--profile-pages", type=int, default=0, help="time and profile this many pages first")
+    p.add_argument("--split-pages", type=int, default=0, help="time this many pages at 1 output token first")
     p.add_argument("--profile-delay", type=int, default=150, help="engine steps before the profiler records")
     p.add_argument("--repeats", type=int, default=2, help="interleaved runs of each mode (median counts)")
     p.add_argument("--warmup-pages", type=int, default=64)

@@ -13,6 +13,12 @@
 #            splits N pages' time (prefill-only vs full) and profiles decode; KV=fp8 the FP8 KV cache;
 #            MICRO=1 the encoder-attention micro-benchmark (bench/lighton_profile.py) first
 #   chandra: Chandra 2, modes b a c (one 10-minute command holds the ~260 s start and one mode: MODES=b, then a,c)
+#   queue: one machine session's jobs back to back until QUEUE_END (epoch seconds), each started only while its
+#          usual time still fits and cut at QUEUE_END: Chandra 2 b a c (varied lengths) on one engine, then the
+#          olmOCR-2 shape at exactly 1,000 output tokens in bf16, in FP8 + FP8 KV, in FP8 + FP8 KV at
+#          max_num_seqs 1024, then behind `vllm serve`; QUEUE_SKIP=name,... leaves jobs out. Start it with
+#          setsid so it outlives the device command that starts it (10 minutes at most); later commands
+#          wait for OUTDIR/DONE and copy what is there.
 # MODES=m,m,... picks and orders the modes of any of these phases.
 # Usage (repo root, vLLM importable): bench/gpu_h200.sh PHASE OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
@@ -78,6 +84,24 @@ case $PHASE in
   chandra)
     job chandra2 0 ${LIMIT:-580} engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes ${MODES:-b,a,c} \
       --repeats ${REPEATS:-1} --c-budget-s 50 ;;
+  queue)
+    end=${QUEUE_END:?epoch seconds} fixed="--pages 1024 --output-tokens 1000 --modes b --repeats 1"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
+    queued() {  # NAME MIN_S LIMIT_S ARGS...: the job when MIN_S still fit before QUEUE_END, its limit cut there
+      local name=$1 min=$2 limit=$3 left=$((end - $(date +%s) - 10)); shift 3
+      case ",${QUEUE_SKIP:-}," in *",$name,"*) echo "$name skipped"; return ;; esac
+      if [ "$left" -lt "$min" ]; then echo "$name not started: ${left} s left, needs ${min} s"; return; fi
+      job "$name" 0 $((limit < left ? limit : left)) "$@"
+    }
+    queued chandra2 780 900 engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes b,a,c --repeats 1 \
+      --c-budget-s 50
+    queued olmocr2_bf16_fixed 280 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 256
+    queued olmocr2_fp8_kvfp8_fixed 260 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 256 \
+      --quantization fp8 --kv-cache-dtype fp8
+    queued olmocr2_fp8_kvfp8_fixed_seqs1024 260 420 engine $(shape qwen2_5_vl_7b) $fixed --quantization fp8 \
+      --kv-cache-dtype fp8 --paging max_num_seqs=1024
+    queued serve1_fixed 300 420 serve $(shape qwen2_5_vl_7b) --dp 1 --pages 1024 --output-tokens 1000
+    echo done >"$OUTDIR/DONE" ;;
   two)
     job multi 0,1 230 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512
     job serve2 0,1 300 serve $(shape qwen2_5_vl_7b) --dp 2 --pages 512 ;;
