@@ -14,9 +14,10 @@
 #            MICRO=1 the encoder-attention micro-benchmark (bench/lighton_profile.py) first
 #   chandra: Chandra 2, modes b a c (one 10-minute command holds the ~260 s start and one mode: MODES=b, then a,c)
 #   queue: one machine session's jobs back to back until QUEUE_END (epoch seconds), each started only while its
-#          usual time still fits and cut at QUEUE_END: Chandra 2 b a c (varied lengths) on one engine, then the
-#          olmOCR-2 shape at exactly 1,000 output tokens in bf16, in FP8 + FP8 KV, in FP8 + FP8 KV at
-#          max_num_seqs 1024, then behind `vllm serve`; QUEUE_SKIP=name,... leaves jobs out. Start it with
+#          usual time still fits and cut at QUEUE_END: the olmOCR-2 shape at exactly 1,000 output tokens in bf16
+#          and in FP8 + FP8 KV (b), Chandra 2 c a b (varied lengths, one engine; b last, so a cut loses only
+#          the mode measured before), then FP8 + FP8 KV at max_num_seqs 1024 and the shape behind
+#          `vllm serve` while time is left; QUEUE_SKIP=name,... leaves jobs out. Start it with
 #          setsid so it outlives the device command that starts it (10 minutes at most); later commands
 #          wait for OUTDIR/DONE and copy what is there.
 # MODES=m,m,... picks and orders the modes of any of these phases.
@@ -93,11 +94,11 @@ case $PHASE in
       if [ "$left" -lt "$min" ]; then echo "$name not started: ${left} s left, needs ${min} s"; return; fi
       job "$name" 0 $((limit < left ? limit : left)) "$@"
     }
-    queued chandra2 780 900 engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes b,a,c --repeats 1 \
-      --c-budget-s 50
-    queued olmocr2_bf16_fixed 280 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 256
-    queued olmocr2_fp8_kvfp8_fixed 260 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 256 \
+    queued olmocr2_bf16_fixed 280 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 128
+    queued olmocr2_fp8_kvfp8_fixed 260 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 128 \
       --quantization fp8 --kv-cache-dtype fp8
+    queued chandra2 570 900 engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes c,a,b --repeats 1 \
+      --c-budget-s 50
     queued olmocr2_fp8_kvfp8_fixed_seqs1024 260 420 engine $(shape qwen2_5_vl_7b) $fixed --quantization fp8 \
       --kv-cache-dtype fp8 --paging max_num_seqs=1024
     queued serve1_fixed 300 420 serve $(shape qwen2_5_vl_7b) --dp 1 --pages 1024 --output-tokens 1000
