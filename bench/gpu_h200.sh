@@ -86,7 +86,7 @@ case $PHASE in
     job chandra2 0 ${LIMIT:-580} engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes ${MODES:-b,a,c} \
       --repeats ${REPEATS:-1} --c-budget-s 50 ;;
   queue)
-    end=${QUEUE_END:?epoch seconds} fixed="--pages 1024 --output-tokens 1000 --modes b --repeats 1"
+    end=${QUEUE_END:?epoch seconds} fixed="--pages ${FIXED_PAGES:-1024} --output-tokens 1000 --modes b --repeats 1"
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
     queued() {  # NAME MIN_S LIMIT_S ARGS...: the job when MIN_S still fit before QUEUE_END, its limit cut there
       local name=$1 min=$2 limit=$3 left=$((end - $(date +%s) - 10)); shift 3
@@ -94,11 +94,11 @@ case $PHASE in
       if [ "$left" -lt "$min" ]; then echo "$name not started: ${left} s left, needs ${min} s"; return; fi
       job "$name" 0 $((limit < left ? limit : left)) "$@"
     }
-    queued olmocr2_bf16_fixed 280 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 128
-    queued olmocr2_fp8_kvfp8_fixed 260 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 128 \
-      --quantization fp8 --kv-cache-dtype fp8
-    queued chandra2 570 900 engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes c,a,b --repeats 1 \
+    queued chandra2 570 900 engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes ${CHANDRA_MODES:-c,a,b} --repeats 1 \
       --c-budget-s 50
+    queued olmocr2_bf16_fixed 200 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 128
+    queued olmocr2_fp8_kvfp8_fixed 190 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 128 \
+      --quantization fp8 --kv-cache-dtype fp8
     queued olmocr2_fp8_kvfp8_fixed_seqs1024 260 420 engine $(shape qwen2_5_vl_7b) $fixed --quantization fp8 \
       --kv-cache-dtype fp8 --paging max_num_seqs=1024
     queued serve1_fixed 300 420 serve $(shape qwen2_5_vl_7b) --dp 1 --pages 1024 --output-tokens 1000
