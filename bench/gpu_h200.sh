@@ -14,10 +14,11 @@
 #            MICRO=1 the encoder-attention micro-benchmark (bench/lighton_profile.py) first
 #   chandra: Chandra 2, modes b a c (one 10-minute command holds the ~260 s start and one mode: MODES=b, then a,c)
 #   queue: one machine session's jobs back to back until QUEUE_END (epoch seconds), each started only while its
-#          usual time still fits and cut at QUEUE_END: the olmOCR-2 shape at exactly 1,000 output tokens in bf16
-#          and in FP8 + FP8 KV (b), Chandra 2 c a b (varied lengths, one engine; b last, so a cut loses only
-#          the mode measured before), then FP8 + FP8 KV at max_num_seqs 1024 and the shape behind
-#          `vllm serve` while time is left; QUEUE_SKIP=name,... leaves jobs out. Start it with
+#          usual time still fits and cut at QUEUE_END: Chandra 2 c a b (varied lengths, one engine; b last, so
+#          a cut loses only the mode session3 measured; CHANDRA_MODES=c,a leaves it out), the olmOCR-2 shape
+#          at exactly 1,000 output tokens (FIXED_PAGES, default 1024) in bf16 and in FP8 + FP8 KV (b), then
+#          FP8 + FP8 KV at max_num_seqs 1024 and the shape behind `vllm serve` while time is left;
+#          QUEUE_SKIP=name,... leaves jobs out. Start it with
 #          setsid so it outlives the device command that starts it (10 minutes at most); later commands
 #          wait for OUTDIR/DONE and copy what is there.
 # MODES=m,m,... picks and orders the modes of any of these phases.
