@@ -186,15 +186,15 @@ def _keep(region: list[Row], wanted) -> list[Row]:
 
 def visual_rows(words: list[Word]) -> list[Row]:
     """Visual rows top to bottom, with their segments."""
-    order = sorted(range(len(words)), key=lambda i: (words[i][1] + words[i][3]) / 2)
+    mids = [(w[1] + w[3]) / 2 for w in words]
     rows: list[Row] = []
     index: list[list[int]] = []
     band = (0.0, -1.0)  # the first word's middle half: a row's words have their middle in it
-    for i in order:
+    for i in sorted(range(len(words)), key=mids.__getitem__):
         w = words[i]
         if not w[4].strip() or w[3] <= w[1]:
             continue
-        mid = (w[1] + w[3]) / 2
+        mid = mids[i]
         if rows and band[0] <= mid <= band[1]:
             row = rows[-1]
             row.y0, row.y1 = min(row.y0, w[1]), max(row.y1, w[3])
