@@ -41,9 +41,9 @@ from chandra_ocr.pipeline import run  # noqa: E402
 from chandra_ocr.stages import Discover, RunContext  # noqa: E402
 from chandra_ocr.store.dataset import add_files, next_gen, write_file  # noqa: E402
 from chandra_ocr.store.layout import KbLayout  # noqa: E402
-from chandra_ocr.store.parquet import to_arrow  # noqa: E402
 from chandra_ocr.store.rows import document_rows  # noqa: E402
 from chandra_ocr.store.session import write_session  # noqa: E402
+from chandra_ocr.store.staging import to_arrow  # noqa: E402
 
 OPTIONS = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, compress=False, workers=2))
 TEMPLATE = pdf_bytes(0)

@@ -7,9 +7,9 @@ One KB grows through ``--sizes`` documents. The bulk of it is synthetic and writ
 template one-page document (3 blocks, a 3×2 table, 2 chunks, ~1.4 kB of page Markdown) repeated
 with fresh doc_ids and chunk_ids as Arrow tables, its texts replaced by per-row text of the same
 length (so files have realistic sizes), written as dataset files in one write session per step
-(as a load would write them, without staging a shard per document). At each size the
+(as a load would write them, without staging rows per document). At each size the
 measured ingest is that of ``--new`` new one-page documents as the pipeline does it after
-assembly: their shards are staged (``write_shards``, timed apart: it does not depend on the KB),
+assembly: their rows are staged (``write_staged``, timed apart: it does not depend on the KB),
 then ``known_documents`` (the pipeline's first read) and ``load_documents`` are timed. Also, at
 each size: the load's bytes written and read (``wchar``/``rchar`` of /proc/self/io: every write
 and read call, the copy of kb.duckdb included), the Parquet files under kb/parquet/ and the size
@@ -19,7 +19,7 @@ in a write session of its own, after the load is published) had work to do, and 
 new read-only connection, 3 tries), and the slowest connect (``slowest_connect_s``) and connect +
 ``count(*)`` (``slowest_s``) of a reader process that connects in a loop during the load. A
 second process holds a read-only connection on kb.duckdb for the whole run and must still answer
-at the end. The baseline: at each size, right before, the same staged shards are loaded into an
+at the end. The baseline: at each size, right before, the same staged rows are loaded into an
 empty KB (``ingest_vs_empty_kb``; the shared 2 cores make loads minutes apart vary more than the
 KB's size does); ``ingest_vs_first_step`` compares with size 0.
 
@@ -50,10 +50,10 @@ from chandra_ocr.document import Block, Chunk, Document, Page, Table, TableCell
 from chandra_ocr.store.compact import compact_if_due
 from chandra_ocr.store.dataset import add_files, next_gen, write_file
 from chandra_ocr.store.duckdb_store import connect, known_documents, load_documents
-from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
-from chandra_ocr.store.parquet import to_arrow, write_shards
+from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.rows import document_rows
 from chandra_ocr.store.session import write_session
+from chandra_ocr.store.staging import to_arrow, write_staged
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -129,7 +129,7 @@ def grow_synthetic(layout: KbLayout, start: int, stop: int) -> None:
     ids = pa.array([doc_id("b", i) for i in range(start, stop)], pa.string())
     with write_session(layout) as session:
         gen = next_gen(session.con)
-        for table in SHARD_TABLES:
+        for table in DOCUMENT_TABLES:
             rows = template[table]
             per_doc = rows.num_rows
             which = pa.array([i // per_doc for i in range(per_doc * len(ids))], pa.int64())
@@ -148,7 +148,7 @@ def stage(layout: KbLayout, ids: list[str]) -> float:
     t0 = time.perf_counter()
     for n, d in enumerate(ids):
         doc, chunks = one_page_document(d, n)
-        write_shards(layout, d, document_rows(doc, chunks, run_id="bench", now=NOW))
+        write_staged(layout, d, document_rows(doc, chunks, run_id="bench", now=NOW))
     return time.perf_counter() - t0
 
 
@@ -214,7 +214,7 @@ def table_search_s(layout: KbLayout) -> float:
 
 
 def parquet_files(layout: KbLayout) -> dict[str, int]:
-    return {t: len(list(layout.dataset_dir(t).glob("*.parquet"))) for t in SHARD_TABLES}
+    return {t: len(list(layout.dataset_dir(t).glob("*.parquet"))) for t in DOCUMENT_TABLES}
 
 
 def holder(layout: KbLayout) -> subprocess.Popen:
@@ -248,7 +248,7 @@ def growing_kb(work: Path, sizes: list[int], n_new: int) -> tuple[list[dict], di
         build_s = time.perf_counter() - t0
         ids = [doc_id(f"n{step}", i) for i in range(n_new)]
         stage_s = stage(layout, ids)
-        empty = KbLayout(work / f"empty-{step}")  # the baseline next to it: the same shards, an empty KB
+        empty = KbLayout(work / f"empty-{step}")  # the baseline next to it: the same staged rows, an empty KB
         grow_synthetic(empty, 0, 0)
         shutil.copytree(layout.root / "staging", empty.root / "staging")
         baseline = measured_load(empty, ids, work)
@@ -276,7 +276,7 @@ def growing_kb(work: Path, sizes: list[int], n_new: int) -> tuple[list[dict], di
 
 def nightly(work: Path, nights: int, per_night: int) -> dict:
     layout = KbLayout(work / "nightly")
-    most, times, compactions = dict.fromkeys(SHARD_TABLES, 0), [], []
+    most, times, compactions = dict.fromkeys(DOCUMENT_TABLES, 0), [], []
     for night in range(nights):
         ids = [doc_id(f"x{night:03d}", i) for i in range(per_night)]
         stage(layout, ids)

@@ -17,8 +17,16 @@ run over one 1-page document (``fixed_cost``).
 
 Files go under ``--work`` (default ``bench/.work``, not /tmp): on this machine /tmp sits on a
 journal-less ext4 where the test suite creates and deletes files by the thousand, and creating a
-file right after that costs up to a millisecond (``recently_deleted`` in ext4's inode allocator);
-the runs should measure the pipeline, not the churn of the folder they happen to share.
+file for about a minute after that costs 0.3-1 ms instead of ~0.03 ms (``recently_deleted`` in
+ext4's inode allocator); each load deletes the files it staged, so a run slows the next one's
+writes. Before every timed pipeline run the cost of creating a file in the work folder is probed
+and the run waits (at most ``--settle-s``) until it is back under ``SETTLED_MS``; the probes and
+waits are in the results (``file_creation``).
+
+``--against OTHER/plugins`` compares this tree with another one in the same run instead: both
+run the whole pipeline on the same ``--pages`` pages in child processes (each warmed up on a few
+files first), taking turns ``--repeats`` times; the ratio of their median times is printed and
+written to ``--out`` (default ``bench/results/born_digital_against.json``).
 """
 
 from __future__ import annotations
@@ -43,6 +51,32 @@ from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.pipeline import run
 
 REPO = Path(__file__).resolve().parents[1]
+SETTLED_MS = 0.1  # a file creation costs ~0.03 ms on a quiet folder of this machine
+PROBE_FILES = 100
+
+
+def creation_ms(folder: Path) -> float:
+    """Milliseconds to create an empty file in ``folder``, over ``PROBE_FILES`` new files (kept:
+    deleting them would slow the next creations)."""
+    probe = Path(tempfile.mkdtemp(prefix="probe-", dir=folder))
+    t0 = time.perf_counter()
+    for i in range(PROBE_FILES):
+        (probe / str(i)).touch()
+    return (time.perf_counter() - t0) * 1000 / PROBE_FILES
+
+
+class Settle:
+    """Waits before each timed run until file creation in ``folder`` is cheap again (at most ``limit_s``);
+    keeps what it saw."""
+
+    def __init__(self, folder: Path, limit_s: float) -> None:
+        self.folder, self.limit_s, self.seen = folder, limit_s, []
+
+    def __call__(self) -> None:
+        started = time.monotonic()
+        while (ms := creation_ms(self.folder)) > SETTLED_MS and time.monotonic() - started < self.limit_s:
+            time.sleep(5)
+        self.seen.append({"create_ms": round(ms, 4), "waited_s": round(time.monotonic() - started, 1)})
 
 
 def make_copies(sources: list[Path], pages: int, dest: Path) -> tuple[list[Path], int]:
@@ -107,7 +141,7 @@ def warm_up(sources: list[Path], workers: int, work: Path) -> None:
 
 
 def measure(
-    sources: list[Path], pages: int, workers: int, work: Path, *, repeats: int, with_llm: bool
+    sources: list[Path], pages: int, workers: int, work: Path, settle: Settle, *, repeats: int, with_llm: bool
 ) -> dict:
     """Every method ``repeats`` times, taking turns, on unique copies of ``sources`` holding at least
     ``pages`` pages, in ``work``."""
@@ -116,7 +150,9 @@ def measure(
     files, pages = make_copies(sources, pages, src)
     seconds: dict[str, list[float]] = {"raw": [], "full": [], "text_only": []}
     for i in range(repeats):
+        settle()
         seconds["full"].append(pipeline(src, work / f"kb-{i}", workers, native_tables=True))
+        settle()
         seconds["text_only"].append(pipeline(src, work / f"kb-text-only-{i}", workers, native_tables=False))
         seconds["raw"].append(raw_pymupdf(files))
     raw, full, text_only = (statistics.median(seconds[k]) for k in ("raw", "full", "text_only"))
@@ -136,15 +172,60 @@ def measure(
     }
 
 
-def fixed_cost(sources: list[Path], workers: int, work: Path, repeats: int) -> dict:
+def fixed_cost(sources: list[Path], workers: int, work: Path, settle: Settle, repeats: int) -> dict:
     """A run's fixed cost: the pipeline over one 1-page document, ``repeats`` times (median)."""
     one = next(p for p in sources if pymupdf.open(p).page_count == 1)
     src = work / "in"
     src.mkdir(parents=True)
     shutil.copy(one, src / one.name)
-    seconds = [pipeline(src, work / f"kb-{i}", workers, native_tables=True) for i in range(repeats)]
+    seconds = []
+    for i in range(repeats):
+        settle()
+        seconds.append(pipeline(src, work / f"kb-{i}", workers, native_tables=True))
     rounded = [round(x, 3) for x in seconds]
     return {"document": one.name, "median_s": statistics.median(seconds), "seconds": rounded}
+
+
+_CHILD = """
+import sys, time
+from pathlib import Path
+from chandra_ocr.config import IngestOptions, PdfOptions
+from chandra_ocr.pipeline import run
+warm, src, kb, workers = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
+options = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, workers=workers))
+run(warm, kb.with_name(kb.name + "-warm"), options)
+t0 = time.perf_counter()
+run(src, kb, options)
+print(time.perf_counter() - t0)
+"""
+
+
+def against(sources: list[Path], other: Path, args: argparse.Namespace, work: Path, settle: Settle) -> dict:
+    """This tree's and ``other``'s whole pipeline on the same pages, in child processes, taking turns."""
+    src, warm = work / "in", work / "warm"
+    src.mkdir(parents=True)
+    warm.mkdir()
+    files, pages = make_copies(sources, args.pages, src)
+    make_copies(sources[:3], 3, warm)
+    trees = {"this": REPO / "plugins", "other": other.resolve()}
+    seconds: dict[str, list[float]] = {k: [] for k in trees}
+    for i in range(args.repeats):
+        for name, plugins in trees.items():
+            settle()
+            env = os.environ | {"PYTHONPATH": str(plugins)}
+            argv = [sys.executable, "-c", _CHILD, str(warm), str(src), str(work / f"kb-{name}-{i}")]
+            out = subprocess.run(
+                [*argv, str(args.workers)], env=env, check=True, capture_output=True, text=True
+            )
+            seconds[name].append(float(out.stdout.strip().splitlines()[-1]))
+    this, that = (statistics.median(seconds[k]) for k in trees)
+    return {
+        "other": str(trees["other"]),
+        "documents": len(files),
+        "pages": pages,
+        "ratio_other_time_vs_this": that / this,
+        "seconds": {k: [round(x, 3) for x in v] for k, v in seconds.items()},
+    }
 
 
 def main() -> None:
@@ -158,29 +239,53 @@ def main() -> None:
     parser.add_argument("--steady-pages", type=int, default=2000, help="0: skip the larger run")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "born_digital.json")
+    parser.add_argument("--out", type=Path)
     parser.add_argument("--work", type=Path, default=REPO / "bench" / ".work")
+    parser.add_argument("--settle-s", type=float, default=90.0, help="longest wait for cheap file creation")
+    parser.add_argument("--against", type=Path, help="another tree's plugins folder to compare with")
     args = parser.parse_args()
+    name = "born_digital_against.json" if args.against else "born_digital.json"
+    out = args.out or REPO / "bench" / "results" / name
     sources = sorted((args.corpus / "docling" / "tests" / "data" / "pdf" / "sources").glob("*.pdf"))
     # Everything is deleted at the end, not between runs: ext4 (without a journal, as here) makes
     # each new file skip the inodes freed in the last minutes, one inode-table lookup apiece, so
     # the files of a run deleted just before would slow the next run's file creation.
     args.work.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="born-digital-", dir=args.work))
+    settle = Settle(work, args.settle_s)
     load_at_start = os.getloadavg()[0]
+    result: dict = {}
     try:
-        warm_up(sources, args.workers, work / "warm-up")
-        fixed = fixed_cost(sources, args.workers, work / "fixed", repeats=max(args.repeats, 5))
-        runs = [
-            measure(sources, args.pages, args.workers, work / "small", repeats=args.repeats, with_llm=True)
-        ]
-        if args.steady_pages:
-            steady = work / "steady"
-            runs.append(
-                measure(
-                    sources, args.steady_pages, args.workers, steady, repeats=args.repeats, with_llm=False
-                )
+        if args.against:
+            result["against"] = against(sources, args.against, args, work / "against", settle)
+        else:
+            warm_up(sources, args.workers, work / "warm-up")
+            result["fixed_cost"] = fixed_cost(
+                sources, args.workers, work / "fixed", settle, repeats=max(args.repeats, 5)
             )
+            result["runs"] = [
+                measure(
+                    sources,
+                    args.pages,
+                    args.workers,
+                    work / "small",
+                    settle,
+                    repeats=args.repeats,
+                    with_llm=True,
+                )
+            ]
+            if args.steady_pages:
+                result["runs"].append(
+                    measure(
+                        sources,
+                        args.steady_pages,
+                        args.workers,
+                        work / "steady",
+                        settle,
+                        repeats=args.repeats,
+                        with_llm=False,
+                    )
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {
@@ -193,13 +298,13 @@ def main() -> None:
         "workers": args.workers,
         "repeats": args.repeats,
         "target_ratio": 0.5,
-        "fixed_cost": fixed,
-        "runs": runs,
+        **result,
+        "file_creation": {"settled_ms": SETTLED_MS, "before_each_run": settle.seen},
         "load_average_at_start": load_at_start,
         "load_average_at_end": os.getloadavg()[0],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

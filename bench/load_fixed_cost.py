@@ -36,7 +36,10 @@ from pathlib import Path
 from chandra_ocr.document import Block, Chunk, Document, Page, Table, TableCell
 from chandra_ocr.store.duckdb_store import known_documents, load_documents
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.parquet import write_shards
+try:  # rows staged per document (store/staging.py), or one Parquet shard per table in older trees
+    from chandra_ocr.store.staging import write_staged
+except ImportError:
+    from chandra_ocr.store.parquet import write_shards as write_staged
 from chandra_ocr.store.rows import document_rows
 try:  # what the Load stage does after a run's last load, in trees that compact
     from chandra_ocr.store.compact import compact_if_due
@@ -59,7 +62,7 @@ def one_page(doc_id, n):
 
 def timed_run(layout, ids):
     for n, d in enumerate(ids):
-        write_shards(layout, d, one_page(d, n))
+        write_staged(layout, d, one_page(d, n))
     t0 = time.perf_counter()
     known_documents(layout)
     load_documents(layout, ids)

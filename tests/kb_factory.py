@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 from chandra_ocr.document import Block, Chunk, Document, Page
 from chandra_ocr.store.duckdb_store import connect, load_documents
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
+from chandra_ocr.store.staging import write_staged
 
-ASSEMBLED = datetime(2026, 1, 1, tzinfo=UTC)  # the shards' own timestamp (assembly time)
+ASSEMBLED = datetime(2026, 1, 1, tzinfo=UTC)  # the staged rows' own timestamp (assembly time)
 
 
 def write_document(layout: KbLayout, doc_id: str, texts: list[str]) -> None:
-    """Write the shards of a one-page document whose chunks are ``texts`` (chunk_id ``<doc_id>-<text>``)."""
+    """Stage the rows of a one-page document whose chunks are ``texts`` (chunk_id ``<doc_id>-<text>``)."""
     blocks = [Block(i, "text", (10, 10 + 20 * i, 100, 25 + 20 * i), t) for i, t in enumerate(texts)]
     doc = Document(
         doc_id,
@@ -28,7 +28,7 @@ def write_document(layout: KbLayout, doc_id: str, texts: list[str]) -> None:
         Chunk(f"{doc_id}-{t}", doc_id, i, "text", t, 1, ("H",), 1, 1, ((1, 1.0, 2.0, 3.0, 4.0),))
         for i, t in enumerate(texts)
     ]
-    write_shards(layout, doc_id, document_rows(doc, chunks, run_id="r", now=ASSEMBLED))
+    write_staged(layout, doc_id, document_rows(doc, chunks, run_id="r", now=ASSEMBLED))
 
 
 def ingest(layout: KbLayout, docs: dict[str, list[str]]) -> None:

@@ -62,7 +62,7 @@ def test_a_chunk_assembled_before_an_export_but_loaded_after_it_is_not_lost(tmp_
     """Shards carry their assembly time; a load that commits after an export must still be exported."""
     layout = KbLayout(tmp_path)
     _ingest(layout, {"d1": ["alpha"]})
-    _write(layout, "d2", ["late"])  # assembled now (shard time ASSEMBLED, long before the export) ...
+    _write(layout, "d2", ["late"])  # assembled now (staged at ASSEMBLED, long before the export) ...
     export_changes(layout)
     load_documents(layout, ["d2"])  # ... loaded only after the export
     later = export_changes(layout)

@@ -1,4 +1,4 @@
-"""End to end without Airflow: samples (and corpus files) → Parquet shards → DuckDB."""
+"""End to end without Airflow: samples (and corpus files) → staged rows → DuckDB."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kb_query import documents_by_name, kb_rows
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.pipeline import run
 from chandra_ocr.store.duckdb_store import connect
-from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 
 OPTIONS = IngestOptions(engine="cpu", pdf=PdfOptions(settle_seconds=0, workers=2))
 
@@ -31,7 +31,7 @@ def _content_hashes(kb: Path) -> dict[str, tuple]:
                 if t == "documents"
                 else f"SELECT count(*), bit_xor(hash(COLUMNS(*))) FROM {t}"
             ).fetchall()
-            for t in SHARD_TABLES
+            for t in DOCUMENT_TABLES
         }
     finally:
         con.close()
@@ -282,31 +282,31 @@ def test_documents_read_from_the_text_layer_alone_are_written_by_the_extract_sta
             born, mixed = sorted(batch.docs, key=lambda d: Path(d.source).name, reverse=True)
             assert (born.status, mixed.status) == ("ingested", None)
             assert (born.state, mixed.state) == ("written", "extracted")
-            assert layout.shard("chunks", born.doc_id).exists() and layout.export(born.doc_id, ".md").exists()
+            assert layout.staged(born.doc_id).exists() and layout.export(born.doc_id, ".md").exists()
             assert not layout.document_checkpoint(born.doc_id).exists()
             assert layout.document_checkpoint(mixed.doc_id).exists()
-            assert not layout.shard("documents", mixed.doc_id).exists()
-            written = layout.shard("documents", born.doc_id).stat().st_mtime_ns
+            assert not layout.staged(mixed.doc_id).exists()
+            written = layout.staged(born.doc_id).stat().st_mtime_ns
             Assemble(ctx)(batch)
     finally:
         engine.close()
-    assert layout.shard("documents", born.doc_id).stat().st_mtime_ns == written  # passed by
+    assert layout.staged(born.doc_id).stat().st_mtime_ns == written  # passed by
     assert (born.state, mixed.state) == ("written", "written")
     Load(ctx)([batch])
     rows = kb_rows(layout.root, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")
     assert rows == [("mixed.pdf", "ingested", "r1"), ("report.pdf", "ingested", "r1")]
 
 
-def test_forked_workers_write_shards_without_starting_duckdb(tmp_path, samples, monkeypatch):
+def test_forked_workers_write_staged_without_starting_duckdb(tmp_path, samples, monkeypatch):
     """The text and cpu engines fork their workers after deriving the Arrow schemas: no worker opens
-    an in-memory DuckDB for them (each paid ~0.15 s on its first shard, and DuckDB in a child forked
+    an in-memory DuckDB for them (each paid ~0.15 s on its first document, and DuckDB in a child forked
     from a process that ran DuckDB's threads is not something to rely on)."""
     import os
 
-    import chandra_ocr.store.parquet as parquet
+    import chandra_ocr.store.staging as staging
 
     calls = tmp_path / "duckdb-connects"
-    real = parquet.duckdb
+    real = staging.duckdb
 
     class Recording:
         def connect(self, *args, **kwargs):
@@ -314,8 +314,8 @@ def test_forked_workers_write_shards_without_starting_duckdb(tmp_path, samples, 
                 f.write(f"{os.getpid()}\n")
             return real.connect(*args, **kwargs)
 
-    monkeypatch.setattr(parquet, "duckdb", Recording())
-    parquet.arrow_schemas.cache_clear()
+    monkeypatch.setattr(staging, "duckdb", Recording())
+    staging.arrow_schemas.cache_clear()
     src = tmp_path / "in"
     src.mkdir()
     for name in ("report.pdf", "mixed.pdf"):

@@ -41,7 +41,7 @@ class _Draft:
     kind: str
     header_path: tuple[str, ...]
     pieces: list[_Piece] = field(default_factory=list)
-    tokens: int = 0  # of the pieces so far: counts add up, as no token spans the blank line between pieces
+    tokens: int = 0  # of the pieces so far (the chunk's n_tokens): counts add up, no token spans a line break
 
     @property
     def text(self) -> str:
@@ -66,7 +66,7 @@ def chunk_document(doc: Document, options: ChunkOptions) -> list[Chunk]:
                 chunk_no=len(chunks),
                 kind=draft.kind,  # type: ignore[arg-type]
                 text=text,
-                n_tokens=token_count(text),
+                n_tokens=draft.tokens,
                 header_path=draft.header_path,
                 page_start=min(pages),
                 page_end=max(pages),
@@ -149,29 +149,42 @@ def _table_drafts(
     bbox = _bbox(page_no, block)
     head = [caption.strip()] if caption else []
     if table is None or not table.cells:
-        return [_Draft("table", path, [_Piece("\n\n".join([*head, block.text.strip()]), page_no, bbox)])]
+        return [_table_draft(path, "\n\n".join([*head, block.text.strip()]), page_no, bbox)]
     rows = grid(table)
     n_header = max(1, max((c.row + c.rowspan for c in table.cells if c.is_header), default=1))
     header_rows, body = rows[:n_header], rows[n_header:]
     header_md = _markdown_rows(header_rows, separator=True)
     whole = "\n".join([*head, header_md, *(_markdown_rows([r]) for r in body)])
-    if token_count(whole) <= options.max_tokens or not body:
-        return [_Draft("table", path, [_Piece(whole, page_no, bbox)])]
+    n_whole = token_count(whole)
+    if n_whole <= options.max_tokens or not body:
+        return [_table_draft(path, whole, page_no, bbox, n_whole)]
     context = _repeated_context(head, header_md, table, options.max_tokens)
     drafts: list[_Draft] = []
     group: list[str] = []
     group_tokens = 0
-    budget = options.max_tokens - token_count("\n".join(context))
+    n_context = token_count("\n".join(context))
     for row in body:
         line = _markdown_rows([row])
         n = token_count(line)
-        if group and group_tokens + n > budget:
-            drafts.append(_Draft("table", path, [_Piece("\n".join([*context, *group]), page_no, bbox)]))
+        if group and n_context + group_tokens + n > options.max_tokens:
+            drafts.append(
+                _table_draft(path, "\n".join([*context, *group]), page_no, bbox, n_context + group_tokens)
+            )
             group, group_tokens = [], 0
         group.append(line)
         group_tokens += n
-    drafts.append(_Draft("table", path, [_Piece("\n".join([*context, *group]), page_no, bbox)]))
+    drafts.append(_table_draft(path, "\n".join([*context, *group]), page_no, bbox, n_context + group_tokens))
     return drafts
+
+
+def _table_draft(
+    path: tuple[str, ...], text: str, page_no: int, bbox: tuple | None, tokens: int | None = None
+) -> _Draft:
+    """A table chunk's draft: one piece, its tokens counted unless the caller has (lines joined by
+    newlines add up, as no token spans a line break)."""
+    return _Draft(
+        "table", path, [_Piece(text, page_no, bbox)], token_count(text) if tokens is None else tokens
+    )
 
 
 def _repeated_context(head: list[str], header_md: str, table: Table, max_tokens: int) -> list[str]:

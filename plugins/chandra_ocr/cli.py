@@ -113,7 +113,7 @@ def _vector_parsers(add) -> None:
     table.add_argument("table_no", type=int, help="1-based table number on the page")
     table.add_argument("--csv", action="store_true", help="CSV on stdout instead of a grid")
 
-    forget = add("forget", "remove documents (rows, shards, exports; vectors on the next feed)")
+    forget = add("forget", "remove documents (rows, staged rows, exports; vectors on the next feed)")
     forget.add_argument("--kb", required=True)
     forget.add_argument("docs", nargs="+", help="doc_ids, unique doc_id prefixes, or file names")
 

@@ -30,7 +30,7 @@ class EngineOutOfMemoryError(EngineError):
 
 
 class StoreError(ChandraOcrError):
-    """The knowledge base (Parquet shards or DuckDB file) could not be read or written."""
+    """The knowledge base (staged rows, Parquet dataset or DuckDB file) could not be read or written."""
 
 
 class NotFoundError(StoreError):

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 # A document's progress through the stages: planned by discover, extracted once its pages are
-# checkpointed (or its quarantine is decided), written once its shards and exports exist.
+# checkpointed (or its quarantine is decided), written once its staged rows and exports exist.
 DocState = Literal["planned", "extracted", "written"]
 
 

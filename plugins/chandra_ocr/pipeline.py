@@ -21,7 +21,7 @@ from chandra_ocr.pdf.discover import Discovery
 from chandra_ocr.pdf.sources import LocalSource, ObjectSource
 from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, RunContext, build_run_engine
 from chandra_ocr.stages.context import watching
-from chandra_ocr.store.parquet import arrow_schemas
+from chandra_ocr.store.staging import arrow_schemas
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def run(
             batches = planned.batches
             if batches:
                 if not engine.threads:
-                    arrow_schemas()  # inherited by forked workers, which write shards without opening DuckDB
+                    arrow_schemas()  # inherited by forked workers, which stage rows without opening DuckDB
                 engine.start()
             compress, extract, assemble, load = Compress(ctx), Extract(ctx), Assemble(ctx), Load(ctx)
             groups = load_groups(batches)

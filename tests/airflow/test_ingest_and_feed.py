@@ -18,8 +18,8 @@ import pytest
 from airflow_runs import DagRunResult, asset_events, landing, mtimes, query, run_dag, table_fingerprints, xcom
 
 from chandra_ocr.store.duckdb_store import load_documents
-from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
-from chandra_ocr.store.parquet import write_shards
+from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
+from chandra_ocr.store.staging import write_staged
 
 
 @dataclass
@@ -143,11 +143,11 @@ def _as_an_older_ingest(kb: Path, file_name: str) -> None:
     doc_id = con.execute("SELECT doc_id FROM documents WHERE file_name = ?", [file_name]).fetchall()[0][0]
     rows = {
         t: con.execute(f"SELECT * FROM {t} WHERE doc_id = ?", [doc_id]).to_arrow_table().to_pylist()
-        for t in SHARD_TABLES
+        for t in DOCUMENT_TABLES
     }
     con.close()
     rows["documents"][0]["pipeline_version"] = "0"
-    write_shards(layout, doc_id, rows)
+    write_staged(layout, doc_id, rows)
     load_documents(layout, [doc_id])
 
 

@@ -1,4 +1,4 @@
-"""Retries, fallbacks and failures by reason: pages written and loaded by the real shard writer and loader.
+"""Retries, fallbacks and failures by reason: pages written and loaded by the real staging writer and loader.
 
 The pages' accounting (attempts, finish and fallback reasons, errors) is set by the test, as the
 extract stage would record it; no engine here produces fallbacks on demand.
@@ -13,8 +13,8 @@ from chandra_ocr.report import write_report
 from chandra_ocr.report.data import collect
 from chandra_ocr.store.duckdb_store import load_documents
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
+from chandra_ocr.store.staging import write_staged
 
 
 def _page(no: int, **accounting) -> Page:
@@ -32,7 +32,7 @@ def test_reasons_are_grouped_without_their_details(tmp_path):
     ]
     doc = Document("d" * 64, "/in/a.pdf", "a.pdf", 1000, n_pages=len(pages), pages=pages, engine="vllm")
     layout = KbLayout(tmp_path / "kb")
-    write_shards(layout, doc.doc_id, document_rows(doc, [], run_id="r1", now=datetime.now(UTC)))
+    write_staged(layout, doc.doc_id, document_rows(doc, [], run_id="r1", now=datetime.now(UTC)))
     load_documents(layout, [doc.doc_id])
 
     data = collect(layout)

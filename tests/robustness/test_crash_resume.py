@@ -26,7 +26,7 @@ SCANS = [
     "derived/eurotext.scan.pdf",
 ]
 N_PAGES = 12
-SHARD_TABLES = ("documents", "pages", "blocks", "tables", "table_cells", "chunks")
+DOCUMENT_TABLES = ("documents", "pages", "blocks", "tables", "table_cells", "chunks")
 # Columns that differ between any two runs by design (run ids, clocks).
 VOLATILE = {
     "documents": {"run_id", "first_seen", "ingested_at"},
@@ -69,7 +69,7 @@ def _table_hashes(kb: Path) -> dict[str, tuple[int, str]]:
     con = duckdb.connect(str(kb / "kb.duckdb"), read_only=True)
     try:
         out = {}
-        for table in SHARD_TABLES:
+        for table in DOCUMENT_TABLES:
             columns = [
                 c[0]
                 for c in con.execute(

@@ -102,7 +102,7 @@ def test_hostile_names_and_content_are_data_and_ghostscript_runs_safe(corpus: Pa
 
 # Names whose values may appear inside SQL text: fixed identifiers of the schema, and numbers.
 FIXED_SQL_PARTS = {
-    "table",  # loops over SHARD_TABLES / fixed table names
+    "table",  # loops over DOCUMENT_TABLES / fixed table names
     "where",  # a constant WHERE clause
     "picks",  # table_view: c0, c1, ... aliases over int column numbers
     "COLUMNS",  # vector index: a constant column list

@@ -36,7 +36,7 @@ from kb_query import kb_rows
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.pipeline import run
 from chandra_ocr.store.duckdb_store import connect
-from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 
 pytestmark = [pytest.mark.slow, pytest.mark.corpus, pytest.mark.timeout(600)]
 
@@ -146,7 +146,7 @@ def _content(kb: Path) -> dict[str, list[tuple]]:
     con = connect(KbLayout(kb), read_only=True)
     try:
         out = {}
-        for table in SHARD_TABLES:
+        for table in DOCUMENT_TABLES:
             skip = VOLATILE.get(table)
             columns = f"* EXCLUDE ({', '.join(skip)})" if skip else "*"
             out[table] = sorted(con.execute(f"SELECT {columns} FROM {table}").fetchall(), key=repr)
@@ -164,7 +164,7 @@ def test_the_knowledge_base_equals_a_single_process_run(celery_run, tmp_path):
     assert kb_rows(celery_run.kb, status) == kb_rows(single, status)
     assert {t: len(r) for t, r in distributed.items()} == {t: len(r) for t, r in alone.items()}
     assert len(distributed["chunks"]) > 0 and any(r[4] == "ocr" for r in distributed["pages"])
-    for table in SHARD_TABLES:
+    for table in DOCUMENT_TABLES:
         assert distributed[table] == alone[table], table
 
 

@@ -1,4 +1,4 @@
-"""The staged Parquet shards and the loader, on a real DuckDB file."""
+"""Staged rows and the loader, on a real DuckDB file."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -9,8 +9,8 @@ from chandra_ocr.document import Block, Chunk, Document, Page, Table, TableCell
 from chandra_ocr.errors import StoreError
 from chandra_ocr.store.duckdb_store import RunRecord, connect, known_documents, load_documents
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
+from chandra_ocr.store.staging import arrow_schema, read_staged, write_staged
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -48,7 +48,7 @@ def _doc(doc_id: str, texts: list[str]) -> tuple[Document, list[Chunk]]:
 
 def _ingest(layout, doc_id, texts, now):
     doc, chunks = _doc(doc_id, texts)
-    write_shards(layout, doc_id, document_rows(doc, chunks, run_id="r", now=now))
+    write_staged(layout, doc_id, document_rows(doc, chunks, run_id="r", now=now))
     return load_documents(layout, [doc_id])
 
 
@@ -85,7 +85,7 @@ def test_reingest_replaces_rows_keeps_first_seen_and_unchanged_chunk_times(tmp_p
     try:
         chunks = dict(con.sql("SELECT text, updated_at FROM chunks WHERE doc_id = 'd1'").fetchall())
         assert set(chunks) == {"alpha", "gamma", "delta"}  # no orphan "beta"
-        # updated_at: the load that changed the chunk (not the shard's time); unchanged chunks keep theirs
+        # updated_at: the load that changed the chunk (not the staging time); unchanged chunks keep theirs
         assert chunks["alpha"] == first_load and chunks["gamma"] > first_load
         assert con.sql("SELECT chunk_id FROM chunk_tombstones").fetchall() == [("d1-beta",)]
         assert con.execute("SELECT first_seen, ingested_at FROM documents WHERE doc_id='d1'").fetchone() == (
@@ -98,19 +98,18 @@ def test_reingest_replaces_rows_keeps_first_seen_and_unchanged_chunk_times(tmp_p
         con.close()
 
 
-def test_a_table_without_rows_has_no_shard_and_an_old_one_is_removed(tmp_path):
-    """Re-ingested without its table: the old tables/table_cells shards go, and so do the rows."""
+def test_a_table_dropped_on_reingest_loses_its_rows(tmp_path):
+    """Re-ingested without its table: the staged file replaces the old one, and the rows go."""
     layout = KbLayout(tmp_path)
     doc, chunks = _doc("d1", ["alpha"])
-    write_shards(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
-    assert layout.shard("tables", "d1").exists()
+    write_staged(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
+    assert read_staged(layout, ["d1"])["tables"].num_rows == 1
     load_documents(layout, ["d1"])
-    assert not layout.shard("tables", "d1").exists()  # loaded shards are deleted
+    assert not layout.staged("d1").exists()  # loaded rows are no longer staged
 
     doc.pages[0].tables = []
-    written = write_shards(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
-    assert {p.parent.name for p in written} == {"documents", "pages", "blocks", "chunks"}
-    assert not layout.shard("tables", "d1").exists() and not layout.shard("table_cells", "d1").exists()
+    write_staged(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
+    assert [p.name for p in (tmp_path / "staging").iterdir()] == ["d1.arrows"]
     counts = load_documents(layout, ["d1"])
     assert counts["tables"] == counts["table_cells"] == 0 and counts["blocks"] == 1
     con = connect(layout, read_only=True)
@@ -120,26 +119,33 @@ def test_a_table_without_rows_has_no_shard_and_an_old_one_is_removed(tmp_path):
         con.close()
 
 
-def test_shards_carry_doc_id_statistics_so_readers_can_skip_other_documents(tmp_path):
-    import pyarrow.parquet as pq
-
+def test_staged_rows_read_back_typed_by_the_schema_in_document_order(tmp_path):
     layout = KbLayout(tmp_path / "kb")
-    for doc_id in ("d1", "d2"):
+    for doc_id in ("d2", "d1"):
         doc, chunks = _doc(doc_id, ["alpha", "beta"])
-        write_shards(layout, doc_id, document_rows(doc, chunks, run_id="r", now=T0))
-    meta = pq.ParquetFile(layout.shard("blocks", "d2")).metadata.row_group(0)
-    stats = {meta.column(i).path_in_schema: meta.column(i).statistics for i in range(meta.num_columns)}
-    assert (stats["doc_id"].min, stats["doc_id"].max) == ("d2", "d2")
-    query = f"SELECT count(*) FROM read_parquet('{layout.root}/staging/blocks/*.parquet') WHERE doc_id = 'd2'"
-    con = duckdb.connect()
-    assert con.execute(query).fetchall() == [(2,)]
-    profile = con.execute(f"EXPLAIN ANALYZE {query}").fetchall()[0][1]
-    assert "Row Groups Scanned: 1 / 2" in profile  # d1's file skipped by its statistics
+        write_staged(layout, doc_id, document_rows(doc, chunks, run_id="r", now=T0))
+    staged = read_staged(layout, ["d1", "d2"])
+    for table, rows in staged.items():
+        assert rows.schema.equals(arrow_schema(table)), table
+    assert staged["chunks"].column("doc_id").to_pylist() == ["d1", "d1", "d2", "d2"]
+    assert staged["documents"].num_rows == 2 and staged["tables"].num_rows == 2
 
 
-def test_missing_shards_fail_before_touching_the_database(tmp_path):
+def test_staging_rejects_unknown_columns_and_a_missing_documents_row(tmp_path):
     layout = KbLayout(tmp_path)
-    with pytest.raises(StoreError, match="no shards"):
+    doc, chunks = _doc("d1", ["alpha"])
+    rows = document_rows(doc, chunks, run_id="r", now=T0)
+    with pytest.raises(ValueError, match="documents row"):
+        write_staged(layout, "d1", {k: v for k, v in rows.items() if k != "documents"})
+    rows["chunks"] = [r | {"surprise": 1} for r in rows["chunks"]]
+    with pytest.raises(ValueError, match="surprise"):
+        write_staged(layout, "d1", rows)
+    assert not layout.staged("d1").exists()
+
+
+def test_missing_staged_rows_fail_before_touching_the_database(tmp_path):
+    layout = KbLayout(tmp_path)
+    with pytest.raises(StoreError, match="no staged rows"):
         load_documents(layout, ["nope"])
     assert not layout.duckdb_path.exists()
 
@@ -150,11 +156,11 @@ def test_a_failing_load_changes_nothing_and_leaves_no_listed_file(tmp_path):
     before = _table_hashes(layout)
     doc, chunks = _doc("d3", ["x", "x2"])
     chunks = [chunks[0], chunks[0]]  # duplicate chunk_id violates the primary key
-    write_shards(layout, "d3", document_rows(doc, chunks, run_id="r", now=T0))
+    write_staged(layout, "d3", document_rows(doc, chunks, run_id="r", now=T0))
     with pytest.raises(duckdb.ConstraintException):
         load_documents(layout, ["d3"])
     assert _table_hashes(layout) == before
-    assert layout.shard("documents", "d3").exists()  # kept for the next try
+    assert layout.staged("d3").exists()  # kept for the next try
     _ingest(layout, "d2", ["beta"], T0)  # the next session removes what the failed one wrote
     con = connect(layout)
     listed = {(t, f) for t, f in con.execute("SELECT table_name, file FROM kb_files").fetchall()}
@@ -164,10 +170,10 @@ def test_a_failing_load_changes_nothing_and_leaves_no_listed_file(tmp_path):
 
 
 def test_a_load_whose_documents_another_load_took_first_still_records_its_run(tmp_path):
-    """Two runs that found the same PDF: the later load finds its shards loaded and gone."""
+    """Two runs that found the same PDF: the later load finds its rows loaded and gone."""
     layout = KbLayout(tmp_path)
     doc, chunks = _doc("d1", ["alpha"])
-    write_shards(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
+    write_staged(layout, "d1", document_rows(doc, chunks, run_id="r", now=T0))
     for run_id in ("nightly", "backfill"):
         load_documents(layout, ["d1"], lambda run_id=run_id: RunRecord(run_id, T0, T0, 1, 1, {}))
     con = connect(layout, read_only=True)

@@ -11,17 +11,17 @@ from store.test_loader import _doc
 
 from chandra_ocr.store.compact import FAN_IN, compact_if_due, compact_kb
 from chandra_ocr.store.duckdb_store import connect, forget_documents, load_documents
-from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
-from chandra_ocr.store.parquet import write_shards
+from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.rows import document_rows
 from chandra_ocr.store.schema import dataset_ddl
+from chandra_ocr.store.staging import read_staged, write_staged
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _stage(layout, doc_id, texts):
     doc, chunks = _doc(doc_id, texts)
-    write_shards(layout, doc_id, document_rows(doc, chunks, run_id="r", now=T0))
+    write_staged(layout, doc_id, document_rows(doc, chunks, run_id="r", now=T0))
 
 
 def _count(layout, sql="SELECT count(*) FROM documents"):
@@ -35,7 +35,7 @@ def _count(layout, sql="SELECT count(*) FROM documents"):
 def _rows(layout):
     con = connect(layout)
     try:
-        return {t: sorted(con.sql(f"SELECT * FROM {t}").fetchall(), key=repr) for t in SHARD_TABLES}
+        return {t: sorted(con.sql(f"SELECT * FROM {t}").fetchall(), key=repr) for t in DOCUMENT_TABLES}
     finally:
         con.close()
 
@@ -141,7 +141,7 @@ def test_loads_add_a_bounded_number_of_files_and_compaction_keeps_the_live_rows(
         reader.stdin.close()
         reader.wait(10)
     con = duckdb.connect()  # a reader of kb/parquet/ without kb.duckdb sees the same rows
-    for table in SHARD_TABLES:
+    for table in DOCUMENT_TABLES:
         direct = con.sql(f"SELECT * FROM read_parquet('{tmp_path}/parquet/{table}/*.parquet')").fetchall()
         assert sorted(direct, key=repr) == before[table], table
     assert _count(layout, "SELECT count(*) FROM kb_superseded") == 0
@@ -152,11 +152,12 @@ def test_a_kb_duckdb_with_the_rows_in_tables_is_moved_into_parquet_files_by_its_
     _stage(layout, "old", ["alpha"])
     con = duckdb.connect(str(layout.duckdb_path))  # the layout before the Parquet dataset
     con.execute(dataset_ddl())
-    for table in SHARD_TABLES:
-        con.execute(f"INSERT INTO {table} SELECT * FROM read_parquet(?)", [str(layout.shard(table, "old"))])
+    for table, rows in read_staged(layout, ["old"]).items():
+        con.register("old_rows", rows)
+        con.execute(f"INSERT INTO {table} SELECT * FROM old_rows")
+        con.unregister("old_rows")
     con.close()
-    for table in SHARD_TABLES:
-        layout.shard(table, "old").unlink()
+    layout.staged("old").unlink()
     _stage(layout, "new", ["beta"])
     load_documents(layout, ["new"])
     assert _count(layout, "SELECT string_agg(doc_id ORDER BY doc_id) FROM chunks") == "new,old"

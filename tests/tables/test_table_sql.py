@@ -23,8 +23,8 @@ from chandra_ocr.pdf.native_tables import native_tables
 from chandra_ocr.pipeline import run
 from chandra_ocr.store.duckdb_store import connect, load_documents
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
+from chandra_ocr.store.staging import write_staged
 from chandra_ocr.store.table_view import resolve_document, table_relation
 
 OPTIONS = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, compress=False, workers=1))
@@ -140,7 +140,7 @@ def test_chandra_html_spans_reach_duckdb_as_the_right_grid(tmp_path: Path):
     page = Page(1, 612, 792, "ocr", "vllm", blocks=parsed.blocks, tables=parsed.tables)
     doc = Document("d" * 64, "/x/c.pdf", "c.pdf", 1, n_pages=1, pages=[page])
     layout = KbLayout(tmp_path)
-    write_shards(layout, doc.doc_id, document_rows(doc, [], run_id=None, now=datetime.now(UTC)))
+    write_staged(layout, doc.doc_id, document_rows(doc, [], run_id=None, now=datetime.now(UTC)))
     load_documents(layout, [doc.doc_id])
     con = connect(layout, read_only=True)
     try:

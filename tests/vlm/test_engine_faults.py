@@ -2,7 +2,7 @@
 
 Each fault is either transient (the engine's retries ride it out and every document is ingested)
 or persistent (the run fails with EngineError after its retries, and the knowledge base has no
-rows and no shards: nothing partial). Length-cut generations are the model's own fault: those
+rows and nothing staged: nothing partial). Length-cut generations are the model's own fault: those
 pages fall back and the documents are still ingested.
 """
 

@@ -259,7 +259,7 @@ def _pdf_passwords() -> PasswordBook | None:
 
 
 class AssembleOperator(_BatchOperator):
-    """Builds, chunks and writes the Parquet shards of one batch's documents → the ``Batch`` dict.
+    """Builds, chunks and stages the rows of one batch's documents → the ``Batch`` dict.
 
     :param config: the run's ``RunConfig`` dict (templated)
     :param batch: one ``Batch`` dict, after the OCR stage (templated)
@@ -272,7 +272,7 @@ class AssembleOperator(_BatchOperator):
 
 
 class LoadOperator(ConfiguredOperator):
-    """Loads all batches' shards into the KB in one write session and records the run → a summary dict;
+    """Loads all batches' staged rows into the KB in one write session and records the run → a summary dict;
     then merges the Parquet files when a size tier has filled up (stages/load.py, store/compact.py).
 
     The summary (``kb``, ``run_id``, ``documents`` by status, ``pages``, ``chunks``) also becomes

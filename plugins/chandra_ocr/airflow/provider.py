@@ -55,7 +55,7 @@ def get_provider_info() -> dict[str, Any]:
         "package-name": "chandra-ocr-airflow",
         "name": "Chandra OCR",
         "description": "PDF archives into a RAG-ready knowledge base: OCR with a VLM served by vLLM, "
-        "Parquet shards and DuckDB.",
+        "staged rows, a Parquet dataset and DuckDB.",
         "versions": [__version__],
         "connection-types": [VLLM_CONNECTION],
     }

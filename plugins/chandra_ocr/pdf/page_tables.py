@@ -51,9 +51,9 @@ def page_tables(
     words = page_words(page, textpage)
     found = ruled_tables(page, ruled, words) if ruled is not None else []
     taken = frozenset().union(*(used for _, used in found))
-    boxes = [pymupdf.Rect(t.bbox) for t, _ in found]
-    boxes += [pymupdf.Rect(b.bbox) for b in blocks if b.label in _EDGE and b.bbox]  # running lines: no cells
-    free = [i for i, w in enumerate(words) if i not in taken and not any(_centre_in(w, b) for b in boxes)]
+    boxes = [t.bbox for t, _ in found if t.bbox]
+    boxes += [b.bbox for b in blocks if b.label in _EDGE and b.bbox]  # running lines: no cells
+    free = [i for i, w in enumerate(words) if i not in taken and not _centre_in_any(w, boxes)]
     for st in partly_ruled_tables([words[i] for i in free], framed) if framed else []:
         found += _found(st, free)
     taken = frozenset().union(*(used for _, used in found))
@@ -150,8 +150,13 @@ def _owners(blocks: list[Block], words: list[Word]) -> list[list[int]]:
     boxes = [b.bbox if b.bbox and b.label != "table" else None for b in blocks]
     pairs = []
     for key, ids in by_mupdf.items():
-        box = _box(words, ids)
-        pairs += [(-score, n, key) for n, other in enumerate(boxes) if other and (score := _iou(other, box))]
+        x0, y0, x1, y1 = box = _box(words, ids)
+        pairs += [
+            (-score, n, key)
+            for n, other in enumerate(boxes)  # the cheap test first: boxes apart score 0
+            if other and other[0] <= x1 and x0 <= other[2] and other[1] <= y1 and y0 <= other[3]
+            if (score := _iou(other, box))
+        ]
     owner: list[list[int]] = [[] for _ in blocks]
     taken: set[int] = set()
     for _, n, key in sorted(pairs):
@@ -173,9 +178,9 @@ def _iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
     return inter / (area_a + area_b - inter)
 
 
-def _centre_in(w: Word, r: pymupdf.Rect) -> bool:
+def _centre_in_any(w: Word, boxes: list[tuple[float, float, float, float]]) -> bool:
     x, y = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
-    return r.x0 <= x <= r.x1 and r.y0 <= y <= r.y1
+    return any(b[0] <= x <= b[2] and b[1] <= y <= b[3] for b in boxes)
 
 
 def _text_of(words: list[Word]) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import pymupdf
 
@@ -124,6 +125,8 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
 
 def has_cells(rules: Rules) -> bool:
     """Whether the drawn edges alone enclose at least two touching cells (the test before words are read)."""
+    if len(rules.h) < 2 or len(rules.v) < 2 or len(rules.h) + len(rules.v) < 5:  # merging only drops edges
+        return False
     h, v = merge_edges(rules.h), merge_edges(rules.v)
     if len(h) < 2 or len(v) < 2 or len(h) + len(v) < 5:  # two cells need 3 + 2 edges at least
         return False
@@ -243,7 +246,8 @@ def _box(m: pymupdf.Matrix | None, r) -> Box:
         x0, y0, x1, y1 = r
     else:
         (x0, y0), (x1, y1) = _point(m, r[:2]), _point(m, r[2:])
-    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+    # min and max of two, without the calls (a hot loop); the same values, ties and NaNs included
+    return (x1 if x1 < x0 else x0), (y1 if y1 < y0 else y0), (x1 if x1 > x0 else x0), (y1 if y1 > y0 else y0)
 
 
 def _point(m: pymupdf.Matrix, p) -> tuple[float, float]:
@@ -333,8 +337,13 @@ def merge_edges(edges: list[_Edge]) -> list[_Edge]:
     groups.append(group)
     out = []
     for group in groups:
+        if len(group) == 1:  # most edges: nothing to snap or join
+            at, start, end = group[0]
+            if end - start >= MIN_EDGE:
+                out.append((at, start, end))
+            continue
         at = sum(e[0] for e in group) / len(group)
-        along = sorted(group, key=lambda e: e[1])
+        along = sorted(group, key=itemgetter(1))
         _, start, end = along[0]
         for _, s, t in along[1:]:
             if s <= end + JOIN:

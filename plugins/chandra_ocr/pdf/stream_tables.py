@@ -76,22 +76,18 @@ _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
 
 @dataclass
 class Seg:
-    """Words of one row closer together than a cell gap."""
+    """Words of one row closer together than a cell gap; their extent is measured once, when made."""
 
     words: list[Word]
+    x0: float = field(init=False)
+    x1: float = field(init=False)  # the right end of its text, dot leaders not counted (they run on)
+    n_words: int = field(init=False)  # words other than dot leaders
 
-    @property
-    def x0(self) -> float:
-        return self.words[0][0]
-
-    @property
-    def x1(self) -> float:
-        """The right end of its text, dot leaders not counted (they run up to the next cell)."""
-        return max((w[2] for w in self.words if not _DOTS.fullmatch(w[4])), default=self.words[0][2])
-
-    @property
-    def n_words(self) -> int:
-        return sum(1 for w in self.words if not _DOTS.fullmatch(w[4]))
+    def __post_init__(self) -> None:
+        text = [w[2] for w in self.words if not _DOTS.fullmatch(w[4])]
+        self.x0 = self.words[0][0]
+        self.x1 = max(text, default=self.words[0][2])
+        self.n_words = len(text)
 
     @property
     def text(self) -> str:
@@ -190,15 +186,15 @@ def _keep(region: list[Row], wanted) -> list[Row]:
 
 def visual_rows(words: list[Word]) -> list[Row]:
     """Visual rows top to bottom, with their segments."""
-    order = sorted(range(len(words)), key=lambda i: (words[i][1] + words[i][3]) / 2)
+    mids = [(w[1] + w[3]) / 2 for w in words]
     rows: list[Row] = []
     index: list[list[int]] = []
     band = (0.0, -1.0)  # the first word's middle half: a row's words have their middle in it
-    for i in order:
+    for i in sorted(range(len(words)), key=mids.__getitem__):
         w = words[i]
         if not w[4].strip() or w[3] <= w[1]:
             continue
-        mid = (w[1] + w[3]) / 2
+        mid = mids[i]
         if rows and band[0] <= mid <= band[1]:
             row = rows[-1]
             row.y0, row.y1 = min(row.y0, w[1]), max(row.y1, w[3])
@@ -217,19 +213,20 @@ def visual_rows(words: list[Word]) -> list[Row]:
 def _segments(words: list[Word]) -> list[Seg]:
     """Gap-separated runs of words; dot leaders join the text before them, a number after them starts one."""
     heights = sorted(w[3] - w[1] for w in words)
-    height = heights[len(heights) // 2]
-    segs: list[Seg] = []
+    gap = GAP * heights[len(heights) // 2]
+    runs: list[list[Word]] = []
     end = 0.0
+    leader = False  # the last word ends in dot leaders
     for w in words:
-        dots = _DOTS.fullmatch(w[4]) is not None
-        after_leader = bool(segs) and _DOTS.search(segs[-1].words[-1][4]) is not None and is_number(w[4])
-        if segs and (dots or (w[0] - end <= GAP * height and not after_leader)):
-            segs[-1].words.append(w)
+        text = w[4]
+        if runs and (_DOTS.fullmatch(text) or (w[0] - end <= gap and not (leader and is_number(text)))):
+            runs[-1].append(w)
             end = max(end, w[2])
         else:
-            segs.append(Seg([w]))
+            runs.append([w])
             end = w[2]
-    return segs
+        leader = _DOTS.search(text) is not None
+    return [Seg(run) for run in runs]
 
 
 def _regions(rows: list[Row]) -> list[list[Row]]:

@@ -5,8 +5,8 @@
 - ``Extract`` (stages/extract.py, stages/fallback.py): triage, then every OCR page through the
   engine and its fallback chain, checkpointed; text-only documents are written here.
 - ``Assemble`` (stages/assemble.py, stages/write.py): documents from their checkpoints → chunks,
-  Parquet shards, Markdown/JSON exports.
-- ``Load`` (stages/load.py): the shards into DuckDB in one transaction, with the run's record.
+  staged rows, Markdown/JSON exports.
+- ``Load`` (stages/load.py): the staged rows into DuckDB in one transaction, with the run's record.
 
 The CLI runner (``pipeline.run``) and the Airflow operators call these and nothing below them.
 

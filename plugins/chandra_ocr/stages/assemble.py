@@ -1,5 +1,5 @@
 """Assemble stage: each extracted document rebuilt from its checkpoints, chunked and written
-(Parquet shards, Markdown/JSON exports) in a PDF worker under the per-document time limit."""
+(staged rows, Markdown/JSON exports) in a PDF worker under the per-document time limit."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def assemble_and_write(
     run_id: str,
     now: datetime,
 ) -> Written:
-    """Worker side: assemble one document, write its shards and exports; returns its status and tokens."""
+    """Worker side: assemble one document, stage its rows, write its exports → its status and tokens."""
     return write_document(
         assemble_document(ref, layout, options, engine, model), layout, options, run_id, now
     )

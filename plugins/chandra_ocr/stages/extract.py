@@ -2,7 +2,7 @@
 one engine.
 
 A document whose every page takes the text route is finished where it was triaged (a declared
-step of this stage: its state becomes ``written``): chunked and written (shards, exports) in the
+step of this stage: its state becomes ``written``): chunked and written (staged rows, exports) in the
 same worker task, with no checkpoint (redoing it costs a text pass; the assemble stage passes it
 by). Otherwise its
 text-route pages are checkpointed straight from triage, in the document's record. OCR-route

@@ -1,4 +1,4 @@
-"""Load stage: the written shards of some batches into the KB in one write session, with the run's record;
+"""Load stage: the staged rows of some batches into the KB in one write session, with the run's record;
 then the documents they replace at the same source location forgotten, remote objects' local copies
 deleted and, after the run's last load, the Parquet files merged where a size tier has filled up."""
 

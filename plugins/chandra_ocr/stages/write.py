@@ -1,4 +1,4 @@
-"""A finished document → its chunks, Parquet shards and Markdown/JSON exports.
+"""A finished document → its chunks, staged rows and Markdown/JSON exports.
 
 Called by the assemble stage for documents rebuilt from their checkpoints, and by the extract
 stage for documents it finishes itself (every page read from the text layer).
@@ -18,8 +18,8 @@ from chandra_ocr.manifest import DocRef
 from chandra_ocr.store.atomic import write_text_atomic
 from chandra_ocr.store.exports import document_json, document_markdown
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.parquet import write_shards
 from chandra_ocr.store.rows import document_rows
+from chandra_ocr.store.staging import write_staged
 
 
 class Written(NamedTuple):
@@ -48,9 +48,9 @@ def new_document(ref: DocRef, engine: str, model: str | None) -> Document:
 def write_document(
     doc: Document, layout: KbLayout, options: IngestOptions, run_id: str, now: datetime
 ) -> Written:
-    """Chunk ``doc``, write its shards and (unless quarantined) its exports; returns its status and tokens."""
+    """Chunk ``doc``, stage its rows and (unless quarantined) its exports; returns its status and tokens."""
     chunks = chunk_document(doc, options.chunk) if doc.status != "quarantined" else []
-    write_shards(layout, doc.doc_id, document_rows(doc, chunks, run_id=run_id, now=now))
+    write_staged(layout, doc.doc_id, document_rows(doc, chunks, run_id=run_id, now=now))
     if doc.status != "quarantined":
         write_text_atomic(layout.export(doc.doc_id, ".md"), document_markdown(doc))
         write_text_atomic(layout.export(doc.doc_id, ".json"), document_json(doc))

@@ -1,1 +1,1 @@
-"""Storage: staged Parquet shards, the Parquet dataset, and kb.duckdb (views + catalog) with its loader."""
+"""Storage: staged rows, the Parquet dataset, and kb.duckdb (views + catalog) with its loader."""

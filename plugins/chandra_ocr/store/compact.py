@@ -28,7 +28,7 @@ from chandra_ocr.store.dataset import (
     retire,
     write_file,
 )
-from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.session import WriteSession, write_session
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def compact(session: WriteSession, *, full: bool = False) -> dict[str, tuple[int
     con, layout = session.con, session.layout
     gen, newest = next_gen(con), newest_mark(con)
     counts = {}
-    for table in SHARD_TABLES:
+    for table in DOCUMENT_TABLES:
         files = data_files(con, table)
         written = []
         for part, group in enumerate(_plan(session, files, full)):
@@ -106,7 +106,7 @@ def compaction_due(layout: KbLayout) -> bool:
     """Whether a size tier of some table has filled up, judged from the sizes of the files under
     kb/parquet/ (which holds the listed files only): no database is opened, so a run pays nothing
     for asking. A file a failed writer left there can make it answer yes once for nothing."""
-    for table in SHARD_TABLES:
+    for table in DOCUMENT_TABLES:
         folder = layout.dataset_dir(table)
         if not folder.is_dir():
             continue

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.schema import dataset_ddl
 
 FILE_PREFIX = "part-"
@@ -110,7 +110,7 @@ def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
     """
     files, newest = data_files(con), newest_mark(con)
     views = []
-    for table in SHARD_TABLES:  # fixed identifiers
+    for table in DOCUMENT_TABLES:  # fixed identifiers
         mine = [f for f in files if f.table == table]
         view_sql = live_rows_sql(layout, mine, newest) if mine else f"SELECT * FROM kb_shape.{table}"
         views.append(f"CREATE OR REPLACE VIEW main.{table} AS {view_sql};")
@@ -181,7 +181,7 @@ def stale_files(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> list[Path]:
     listed = set(con.execute("SELECT table_name, file FROM kb_files").fetchall())
     kept = listed | set(con.execute("SELECT table_name, file FROM kb_retired").fetchall())
     found = []
-    for table in SHARD_TABLES:
+    for table in DOCUMENT_TABLES:
         for folder, keep in ((layout.dataset_dir(table), listed), (layout.snapshot_dir(table), kept)):
             if folder.is_dir():
                 found += [p for p in folder.iterdir() if p.is_file() and (table, p.name) not in keep]

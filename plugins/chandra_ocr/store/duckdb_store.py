@@ -17,9 +17,10 @@ import duckdb
 
 from chandra_ocr.errors import StoreError
 from chandra_ocr.store.dataset import add_files, next_gen, write_file
-from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.schema import dataset_ddl
 from chandra_ocr.store.session import WriteSession, write_session
+from chandra_ocr.store.staging import read_staged
 
 log = logging.getLogger(__name__)
 
@@ -92,32 +93,31 @@ def document_versions(layout: KbLayout) -> dict[str, tuple[str, str | None]]:
 def load_documents(
     layout: KbLayout, doc_ids: Iterable[str], run: Callable[[], RunRecord] | None = None
 ) -> dict[str, int]:
-    """Load the staged shards of ``doc_ids`` in one write session; returns rows loaded per table.
+    """Load the staged rows of ``doc_ids`` in one write session; returns rows loaded per table.
 
     The rows become one new Parquet file per table (``kb/parquet/<table>/``), published with the
-    run's record at once; then the shards are deleted. A document's rows are replaced as a whole
+    run's record at once; then the staged files are deleted. A document's rows are replaced as a whole
     (no orphans); ``first_seen`` and, for unchanged chunks, ``updated_at`` survive re-ingestion,
     new or changed chunks get the load's time as ``updated_at``; chunks that disappear get
-    tombstones. Keys are checked among the loaded rows. A document without shards that is already
+    tombstones. Keys are checked among the loaded rows. A document without staged rows that is already
     in the knowledge base was loaded by an earlier try of the same load and is passed by.
     ``run`` makes the run's record once the rows are in (so that it can time the load). The work
     is that of the new rows (and a look-up of their doc_ids among the loaded ones), whatever the
     KB's size; merging files is for ``compact_if_due`` afterwards (store/compact.py).
     """
     doc_ids = sorted(set(doc_ids))
-    staged = [d for d in doc_ids if layout.shard("documents", d).exists()]
+    staged = [d for d in doc_ids if layout.staged(d).exists()]
     if len(staged) < len(doc_ids):
         known = known_documents(layout)
-        missing = [d for d in doc_ids if d not in known and not layout.shard("documents", d).exists()]
+        missing = [d for d in doc_ids if d not in known and not layout.staged(d).exists()]
         if missing:
-            raise StoreError(f"no shards for {len(missing)} document(s), e.g. {missing[0]}")
+            raise StoreError(f"no staged rows for {len(missing)} document(s), e.g. {missing[0]}")
     with write_session(layout) as session:
-        counts = _load(session, staged) if staged else dict.fromkeys(SHARD_TABLES, 0)
+        counts = _load(session, staged) if staged else dict.fromkeys(DOCUMENT_TABLES, 0)
         if run is not None and doc_ids:  # also when another run loaded them all first
             _record_run(session.con, run())
     for doc_id in staged:
-        for table in SHARD_TABLES:
-            layout.shard(table, doc_id).unlink(missing_ok=True)
+        layout.staged(doc_id).unlink(missing_ok=True)
     log.info("loaded %d document(s) into %s: %s", len(staged), layout.duckdb_path, counts)
     return counts
 
@@ -126,31 +126,27 @@ def _load(session: WriteSession, doc_ids: list[str]) -> dict[str, int]:
     con, layout = session.con, session.layout
     counts = _stage(con, layout, doc_ids)
     try:
-        _merge(con, layout, [t for t in SHARD_TABLES if counts[t]])
+        _merge(con, layout, [t for t in DOCUMENT_TABLES if counts[t]])
     finally:
         con.execute("DETACH staging")
     return counts
 
 
 def _stage(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]) -> dict[str, int]:
-    """The staged shards of ``doc_ids`` in the keyed tables of ``staging``, an in-memory database
+    """The staged rows of ``doc_ids`` in the keyed tables of ``staging``, an in-memory database
     attached to the session (no second DuckDB instance): a duplicate key, or a NULL where the
     schema forbids one, fails the load here."""
-    # Shards are many small files: with insertion order kept, DuckDB's threads wait on each other
-    # to order their rows (a 59-document load read its shards in 115 ms on 2 threads, 85 ms on one,
-    # 70 ms unordered). Files are written sorted by doc_id instead.
-    con.execute("SET preserve_insertion_order = false")
     con.execute("ATTACH ':memory:' AS staging")
     con.execute(dataset_ddl("staging"))
     counts = {}
-    for table in SHARD_TABLES:  # fixed identifiers, never built from document content
-        paths = [str(p) for d in doc_ids if (p := layout.shard(table, d)).exists()]  # no rows: no shard
-        if paths:
-            counts[table] = con.execute(
-                f"INSERT INTO staging.{table} BY NAME SELECT * FROM read_parquet(?)", [paths]
-            ).fetchall()[0][0]
-        else:
-            counts[table] = 0
+    for table, rows in read_staged(layout, doc_ids).items():  # fixed identifiers, never document content
+        counts[table] = rows.num_rows
+        if rows.num_rows:
+            con.register("staged_rows", rows)
+            try:
+                con.execute(f"INSERT INTO staging.{table} BY NAME SELECT * FROM staged_rows")
+            finally:
+                con.unregister("staged_rows")
     return counts
 
 
@@ -198,11 +194,11 @@ def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
 
 
 def forget_documents(layout: KbLayout, doc_ids: Iterable[str]) -> dict[str, int]:
-    """Remove documents from the knowledge base (rows, shards, exports); returns rows deleted per table.
+    """Remove documents from the knowledge base (rows, staged rows, exports); returns rows deleted per table.
 
     In one write session, every chunk of the documents gets a tombstone (so the vector feed's
     next export deletes their vectors) and their rows stop counting in every dataset table (until
-    compaction rewrites the files without them). Then their staged shards and Markdown/JSON exports
+    compaction rewrites the files without them). Then their staged rows and Markdown/JSON exports
     are deleted. Unknown ids are ignored. A document whose PDF is still in the source folder is
     ingested again by the next run.
     """
@@ -215,15 +211,13 @@ def forget_documents(layout: KbLayout, doc_ids: Iterable[str]) -> dict[str, int]
             f"INSERT OR REPLACE INTO chunk_tombstones SELECT chunk_id, doc_id, now() FROM chunks {where}"
         )
         counts = {}
-        for table in reversed(SHARD_TABLES):  # fixed identifiers
+        for table in reversed(DOCUMENT_TABLES):  # fixed identifiers
             counts[table] = con.execute(f"SELECT count(*) FROM {table} {where}").fetchall()[0][0]
         con.execute(
             f"INSERT OR REPLACE INTO kb_superseded SELECT doc_id, ? FROM documents {where}", [next_gen(con)]
         )
     for doc_id in doc_ids:
-        for path in [layout.shard(t, doc_id) for t in SHARD_TABLES] + [
-            layout.export(doc_id, s) for s in (".md", ".json")
-        ]:
+        for path in [layout.staged(doc_id), layout.export(doc_id, ".md"), layout.export(doc_id, ".json")]:
             path.unlink(missing_ok=True)
     log.info("forgot %d document(s): %s", len(doc_ids), counts)
     return counts

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-SHARD_TABLES = ("documents", "pages", "blocks", "tables", "table_cells", "chunks")
+DOCUMENT_TABLES = ("documents", "pages", "blocks", "tables", "table_cells", "chunks")
 
 
 @dataclass(frozen=True)
 class KbLayout:
-    """Paths of one knowledge base: kb.duckdb, the Parquet dataset, staged shards, work files, exports."""
+    """Paths of one knowledge base: kb.duckdb, the Parquet dataset, staged rows, work files, exports."""
 
     root: Path
 
@@ -37,9 +37,9 @@ class KbLayout:
         while after compaction replaced a file, for readers of an older kb.duckdb."""
         return self.root / "snapshots" / table
 
-    def shard(self, table: str, doc_id: str) -> Path:
-        """The deterministic Parquet shard of one document for one table, staged until it is loaded."""
-        return self.root / "staging" / table / f"{doc_id}.parquet"
+    def staged(self, doc_id: str) -> Path:
+        """The rows of one document for every table (store/staging.py), kept until they are loaded."""
+        return self.root / "staging" / f"{doc_id}.arrows"
 
     def work_dir(self, doc_id: str) -> Path:
         """Scratch space of one document: compressed copy and page checkpoints."""

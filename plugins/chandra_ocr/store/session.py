@@ -35,7 +35,7 @@ from chandra_ocr.store.dataset import (
     stale_files,
     write_file,
 )
-from chandra_ocr.store.layout import SHARD_TABLES, KbLayout
+from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.schema import apply_catalog, apply_helpers, sql_digest
 
 
@@ -159,7 +159,7 @@ def _migrate_tables(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
             "WHERE table_schema = 'main' AND table_catalog = current_database()"
         ).fetchall()
     )
-    old = [t for t in SHARD_TABLES if kinds.get(t) == "BASE TABLE"]
+    old = [t for t in DOCUMENT_TABLES if kinds.get(t) == "BASE TABLE"]
     if not old:
         return
     con.execute("DROP VIEW IF EXISTS table_search")
