@@ -263,29 +263,13 @@ def main() -> None:
             result["fixed_cost"] = fixed_cost(
                 sources, args.workers, work / "fixed", settle, repeats=max(args.repeats, 5)
             )
+            sizes = [(args.pages, "small", True)] + (
+                [(args.steady_pages, "steady", False)] if args.steady_pages else []
+            )
             result["runs"] = [
-                measure(
-                    sources,
-                    args.pages,
-                    args.workers,
-                    work / "small",
-                    settle,
-                    repeats=args.repeats,
-                    with_llm=True,
-                )
+                measure(sources, n, args.workers, work / name, settle, repeats=args.repeats, with_llm=llm)
+                for n, name, llm in sizes
             ]
-            if args.steady_pages:
-                result["runs"].append(
-                    measure(
-                        sources,
-                        args.steady_pages,
-                        args.workers,
-                        work / "steady",
-                        settle,
-                        repeats=args.repeats,
-                        with_llm=False,
-                    )
-                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {
