@@ -107,15 +107,24 @@ def profiler_args(args: argparse.Namespace) -> dict[str, Any]:
     return {"profiler_config": config}
 
 
+def prefill_only(engine, pages) -> dict[str, Any]:
+    """``pages`` at 1 output token, all at once: preprocessing, image encoder and prefill without decode
+    (compared with a full mode's time a page, it splits where the time goes; untimed by the modes)."""
+    engine.warmup_max_tokens = 1
+    try:
+        run = gs.measure(lambda: gs.raw_chat(engine, pages))
+    finally:
+        engine.warmup_max_tokens = None
+    return run | {"s_per_page": round(run["wall_s"] / max(run["pages"], 1), 4)}
+
+
 def profile_split(args: argparse.Namespace, engine, images) -> dict[str, Any]:
     """Where a page's time goes: ``--profile-pages`` pages with 1 output token (image encoder,
     preprocessing and prefill only) against the same pages at full length, then vLLM's profiler over
     200 engine steps of the full-length run after ``--profile-delay`` steps (decode, all prefills done);
     its kernel table (self CUDA time) lands beside the job's JSON."""
     pages = images[: args.profile_pages]
-    engine.warmup_max_tokens = 1
-    prefill = gs.measure(lambda: gs.raw_chat(engine, pages))
-    engine.warmup_max_tokens = None
+    prefill = prefill_only(engine, pages)
     full = gs.measure(lambda: gs.raw_chat(engine, pages))
     engine._llm.start_profile()
     profiled = gs.measure(lambda: gs.raw_chat(engine, pages))
@@ -132,22 +141,11 @@ def profile_split(args: argparse.Namespace, engine, images) -> dict[str, Any]:
         "prefill_only": prefill,
         "full": full,
         "profiled_run": profiled,
-        "prefill_s_per_page": round(prefill["wall_s"] / n, 4),
+        "prefill_s_per_page": prefill["s_per_page"],
         "decode_s_per_page": round((full["wall_s"] - prefill["wall_s"]) / n, 4),
         "profile_window": {"delay_steps": args.profile_delay, "steps": 200},
         "kernel_table_head": kernels.splitlines()[:45],
     }
-
-
-def prefill_only(engine, pages) -> dict[str, Any]:
-    """``pages`` at 1 output token, all at once: preprocessing, image encoder and prefill without decode
-    (compared with a full mode's time a page, it splits where the time goes; untimed by the modes)."""
-    engine.warmup_max_tokens = 1
-    try:
-        run = gs.measure(lambda: gs.raw_chat(engine, pages))
-    finally:
-        engine.warmup_max_tokens = None
-    return run | {"s_per_page": round(run["wall_s"] / max(run["pages"], 1), 4)}
 
 
 def pages_and_images(args, pool, engine):
