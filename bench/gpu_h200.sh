@@ -95,7 +95,7 @@ case $PHASE in
       if [ "$left" -lt "$min" ]; then echo "$name not started: ${left} s left, needs ${min} s"; return; fi
       job "$name" 0 $((limit < left ? limit : left)) "$@"
     }
-    queued chandra2 570 900 engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes ${CHANDRA_MODES:-c,a,b} --repeats 1 \
+    queued chandra2 570 1000 engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes ${CHANDRA_MODES:-c,a,b} --repeats 1 \
       --c-budget-s 50
     queued olmocr2_bf16_fixed 200 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 128
     queued olmocr2_fp8_kvfp8_fixed 190 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 128 \
