@@ -70,6 +70,15 @@ def test_thead_rows_are_the_header_joined_per_column():
     assert headers == {"Region", "2023", "Q1", "Q2"}  # the <th> row header in the body is not a header
 
 
+def test_two_lines_of_one_columns_label_read_as_one_and_a_group_label_keeps_its_slash():
+    t = _html(
+        "<table><thead><tr><th>#</th><th colspan=2>TEDs</th><th>Inference</th></tr>"
+        "<tr><th>enc-layers</th><th>simple</th><th>all</th><th>time (secs)</th></tr></thead>"
+        "<tbody><tr><td>6</td><td>0.9</td><td>0.8</td><td>2.7</td></tr></tbody></table>"
+    )
+    assert t.header == ("# enc-layers", "TEDs / simple", "TEDs / all", "Inference time (secs)")
+
+
 def test_leading_th_rows_without_thead_are_the_header():
     t = _html("<table><tr><th>Name</th><th>Role</th></tr><tr><td>Ada</td><td>Engineer</td></tr></table>")
     assert t.header == ("Name", "Role")

@@ -82,6 +82,14 @@ def test_a_rule_every_five_rows_keeps_one_row_per_state(corpus):
     assert body[-1][16:18] == ["0", "0"]  # Rentals: empty column but in the totals
     assert not any("November" in name for name in table.header)  # the title is not a column name
     assert "Return to Seller - Private Sale / Handgun" in table.header
+    # narrow group labels boxed by the column rules that cross their line span their three columns
+    assert table.header[7:10] == ("Pre-Pawn / Handgun", "Pre-Pawn / Long Gun", "Pre-Pawn / *Other")
+    assert table.header[18:21] == (
+        "Private Sale / Handgun",
+        "Private Sale / Long Gun",
+        "Private Sale / *Other",
+    )
+    assert table.header[1:7] == ("Permit", "Handgun", "Long Gun", "*Other", "**Multiple", "Admin")
 
 
 @pytest.mark.corpus
@@ -92,6 +100,12 @@ def test_a_rule_every_two_rows_with_cells_spanning_them(corpus):
     assert [row[:2] for row in body[::2]] == [["6", "6"], ["4", "4"], ["2", "4"], ["4", "2"]]
     assert body[0][3:] == ["0.965", "0.934", "0.955", "0.88", "2.73"]
     assert table.header[3:6] == ("TEDs / simple", "TEDs / complex", "TEDs / all")
+    assert table.header[:2] + table.header[6:] == (
+        "# enc-layers",
+        "# dec-layers",
+        "mAP (0.75)",
+        "Inference time (secs)",
+    )
 
 
 @pytest.mark.corpus

@@ -44,7 +44,7 @@ def _page(lines: list[list[tuple[float, str]]], top: float = 100, step: float = 
 
 def _table_lines() -> list[list[tuple[float, str]]]:
     head = [
-        [(72, "Region"), (250, "Savings"), (330, "Savings"), (410, "Change")],
+        [(72, "Region"), (255, "Annual fuel savings (litres)"), (410, "Change")],  # over two columns
         [(250, "2004"), (330, "2005"), (410, "(%)")],
     ]
     body = [
@@ -61,7 +61,13 @@ def test_an_unruled_table_is_found_with_its_header():
     assert table.n_cols == 4 and table.n_rows == 8
     rows = anchor_grid(table)
     assert rows[-1] == ["Overseas", "1,185", "1,405", "8.5%"]
-    assert table.header == ("Region", "Savings / 2004", "Savings / 2005", "Change / (%)")
+    # a group label over two columns, then "/"; two lines of one column's label read as one
+    assert table.header == (
+        "Region",
+        "Annual fuel savings (litres) / 2004",
+        "Annual fuel savings (litres) / 2005",
+        "Change (%)",
+    )
     assert [c.is_header for c in table.cells if c.row == 2] == [False] * 4
     assert [b.label for b in blocks].count("table") == 1
     assert "Quarterly report" in " ".join(b.text for b in blocks if b.label != "table")

@@ -19,9 +19,11 @@ Grid rules (shared by every source):
   under a spanning one); a first row of one cell spanning the table (a title) is passed over and
   counted as a header row. Markdown tables: the row above the delimiter row.
   Only cells in header rows get ``is_header`` (``<th>`` row headers in the body do not), and
-  ``Table.header`` holds one label per column: the column's texts in the header rows joined
-  with " / " (repeats from spans and empty parts dropped), title rows (one cell spanning every
-  column) left out — a title becomes the table's caption when it has none.
+  ``Table.header`` holds one label per column: the column's header cells top to bottom, a cell
+  spanning several columns (a group label) followed by " / ", a cell of this column only (a
+  wrapped line of one label: "Inference" over "time (secs)") by a space; a cell spanning rows
+  counts once, empty ones not at all; title rows (one cell spanning every column) are left out —
+  a title becomes the table's caption when it has none.
 """
 
 from __future__ import annotations
@@ -363,12 +365,15 @@ def _with_header(table: Table, n_header: int) -> Table:
     titles = [c for c in table.cells if c.row < n_header and c.colspan == table.n_cols and table.n_cols > 1]
     skip = {c.row for c in titles}
     caption = table.caption or (titles[0].text if titles else None)
+    head = [cell for cell in table.cells if cell.row < n_header and cell.row not in skip and cell.text]
     labels = []
-    head = [row for r, row in enumerate(grid(table)[:n_header]) if r not in skip]
     for col in range(table.n_cols):
-        parts: list[str] = []
-        for row in head:
-            if row[col] and (not parts or parts[-1] != row[col]):
-                parts.append(row[col])
-        labels.append(" / ".join(parts))
+        label, last = "", None
+        for cell in sorted((c for c in head if c.col <= col < c.col + c.colspan), key=lambda c: c.row):
+            if last is None:
+                label = cell.text
+            elif cell.text != last.text:  # under a group label over several columns, or a wrapped line
+                label += (" / " if last.colspan > 1 else " ") + cell.text
+            last = cell
+        labels.append(label)
     return dataclasses.replace(table, header=tuple(labels), caption=caption)

@@ -30,7 +30,9 @@ read here, before ``pdf/stream_tables.py`` sees the rest:
   else the rows of its first band (``MAX_HEADER`` at most, without numbers in half their cells),
   else ``stream_tables.header_rows``. Header lines below the fullest header row, in its band and
   its columns, join it (the last lines of cells set around the others' middle); rows above it
-  (group labels) stay rows, and a label over a shorter rule spans the columns the rule covers.
+  (group labels) stay rows, and a label over a shorter rule spans the columns the rule covers, a
+  label between column rules that cross its line, over columns whose rules start below it, spans
+  those columns.
   A leading line of one segment running over column rules, or in a band of such lines only, is
   a title, left as text.
 - The guards of ``stream_tables.plausible`` (prose, lists, tables of contents, code).
@@ -79,6 +81,7 @@ class Frame:
     ys: list[float]  # the horizontal rules, top to bottom
     xs: list[float]  # column rules running through most of the frame, left to right
     partial: list[tuple[float, float, float]]  # shorter horizontal rules inside it (y, x0, x1)
+    columns: list[tuple[float, float, float]]  # the column rules at ``xs`` with their extents (x, y0, y1)
 
 
 def frames(rules: Rules) -> list[Frame]:
@@ -107,13 +110,13 @@ def frames(rules: Rules) -> list[Frame]:
             top = min([ys[0], *(v[1] for v in touching)])
             bottom = max([ys[-1], *(v[2] for v in touching)])
             if bottom - top >= MIN_HEIGHT and (len(ys) >= 3 or touching):
-                xs = sorted({round(v[0], 1) for v in touching if v[2] - v[1] >= 0.5 * (bottom - top)})
+                long_v = [v for v in touching if v[2] - v[1] >= 0.5 * (bottom - top)]
+                xs = sorted({round(v[0], 1) for v in long_v})
                 partial = [
                     e for e in drawn if top < e[0] < bottom and x0 - SAME <= e[1] and e[2] <= x1 + SAME
                 ]
-                out.append(
-                    Frame((x0, top, x1, bottom), ys, xs, [e for e in partial if e[2] - e[1] < x1 - x0 - SAME])
-                )
+                shorter = [e for e in partial if e[2] - e[1] < x1 - x0 - SAME]
+                out.append(Frame((x0, top, x1, bottom), ys, xs, shorter, long_v))
     return sorted(out, key=lambda f: f.box[1])
 
 
@@ -243,6 +246,7 @@ def _table(lines: list[Row], frame: Frame) -> StreamTable | None:
     if not lead:
         rows, spans, n_header = _one_header_row(rows, spans, lines, frame, n_header)
     rows = _underlined(rows, spans, lines, frame, cols, n_header)
+    rows = _between_rules(rows, spans, lines, frame, n_header)
     used = frozenset(w[8] for a, b in spans for r in lines[a:b] for w in r.words)
     flat = [(i, c, 1, span, text) for i, row in enumerate(rows) for c, span, text in row]
     return StreamTable(box, len(rows), len(cols), flat, n_header, used)
@@ -273,6 +277,29 @@ def _underlined(
                 rest = [cell for cell in out[i] if not first <= cell[0] <= last]
                 out[i] = sorted([*rest, (first, last - first + 1, inside[0][2])])
     return out
+
+
+def _between_rules(
+    rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_header: int
+) -> list[list[Cell]]:
+    """Labels of the header rows above the last one made one cell spanning the columns between the
+    column rules that cross their line, when the rules between those columns start below it (a
+    group label boxed over its columns: "Pre-Pawn" over "Handgun", "Long Gun" and "*Other")."""
+    out = list(rows)
+    for i in range(min(n_header, len(rows)) - 1):
+        mid = _mid(lines[spans[i][0]])
+        crossing = [n for n, x in enumerate(frame.xs) if any(_crosses(v, x, mid) for v in frame.columns)]
+        for c, span, text in rows[i]:  # rule n separates columns n and n + 1
+            first = max((n + 1 for n in crossing if n < c), default=0)
+            last = min((n for n in crossing if n >= c + span - 1), default=len(frame.xs))
+            alone = all(other == c or not first <= other <= last for other, _, _ in out[i])
+            if last - first + 1 > span and alone:
+                out[i] = sorted([*(cell for cell in out[i] if cell[0] != c), (first, last - first + 1, text)])
+    return out
+
+
+def _crosses(rule: tuple[float, float, float], x: float, y: float) -> bool:
+    return abs(rule[0] - x) <= SAME and rule[1] <= y <= rule[2]
 
 
 def _first_band(rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame) -> int:
