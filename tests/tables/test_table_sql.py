@@ -19,7 +19,8 @@ from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.document import Document, Page
 from chandra_ocr.parse.chandra_html import parse_chandra_html
 from chandra_ocr.parse.tables import grid
-from chandra_ocr.pdf.native_tables import native_tables
+from chandra_ocr.pdf.page_tables import page_tables
+from chandra_ocr.pdf.text_layer import read_page
 from chandra_ocr.pipeline import run
 from chandra_ocr.store.duckdb_store import connect, load_documents
 from chandra_ocr.store.layout import KbLayout
@@ -61,7 +62,8 @@ def test_macro_returns_the_extracted_grid(kb, corpus):
         for name in FILES:
             doc_id = resolve_document(con, name)
             with pymupdf.open(corpus / "camelot/tests/files" / name) as pdf:
-                extracted = native_tables(pdf[0])
+                read = read_page(pdf[0])
+                extracted = page_tables(pdf[0], read.blocks, row_splits=read.stats.row_splits)[1]
             stored = con.execute(
                 "SELECT table_no, n_rows, n_cols, header, source FROM tables "
                 "WHERE doc_id = ? ORDER BY table_no",

@@ -122,10 +122,24 @@ def table_from_rows(
         raise ParseError("no table cells")
     if n_header is None:
         n_header = _html_header_rows(raw)
+    return _build(raw, n_header, table_no, bbox, "native", None, _markup(rows, n_header))
+
+
+def with_header_rows(table: Table, n_header: int) -> Table:
+    """A native table (``table_from_rows``) found to have no header, with its first ``n_header`` rows
+    as the header: cells marked, column labels and ``html`` as ``table_from_rows`` makes them."""
+    rows: dict[int, list[tuple[str, int, int]]] = {}
+    for cell in table.cells:  # row by row, left to right
+        rows.setdefault(cell.row, []).append((cell.text, cell.rowspan, cell.colspan))
+    cells = tuple(dataclasses.replace(c, is_header=c.row < n_header) for c in table.cells)
+    marked = dataclasses.replace(table, cells=cells, html=_markup(list(rows.values()), n_header))
+    return _with_header(marked, n_header)
+
+
+def _markup(rows: list[list[tuple[str, int, int]]], n_header: int) -> str:
     trs = ["<tr>" + "".join(map(_td, row)) + "</tr>" for row in rows]
     head = "<thead>" + "".join(trs[:n_header]) + "</thead><tbody>" if n_header else ""
-    markup = "<table>" + head + "".join(trs[n_header:]) + ("</tbody>" if n_header else "") + "</table>"
-    return _build(raw, n_header, table_no, bbox, "native", None, markup)
+    return "<table>" + head + "".join(trs[n_header:]) + ("</tbody>" if n_header else "") + "</table>"
 
 
 def _td(cell: tuple[str, int, int]) -> str:

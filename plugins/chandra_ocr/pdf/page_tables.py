@@ -9,6 +9,8 @@
 - Blocks: a text block keeps the words no table took (rebuilt from them when some were taken,
   dropped when none are left), so every word of the page is in one block, a table's words in
   its ``table`` block only. A table block takes the place of the first block it took words from.
+- Header rows: each reader's text rules; a table left without a header gets its bold leading rows
+  (``pdf/bold_header.py``) when its body is not bold.
 - Captions: a block directly before (preferred) or after a table that starts like "Table 3"
   becomes the table's ``caption``.
 """
@@ -23,6 +25,7 @@ import pymupdf
 from chandra_ocr.document import Block, Table
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.tables import table_from_rows, table_text
+from chandra_ocr.pdf.bold_header import bold_header
 from chandra_ocr.pdf.native_tables import ruled_tables
 from chandra_ocr.pdf.partly_ruled import frames, partly_ruled_tables
 from chandra_ocr.pdf.ruled_grid import Word, drawn_rules, has_cells, merge_edges, page_words
@@ -62,6 +65,8 @@ def page_tables(
     v_rules = merge_edges(rules.drawn_v) if rules is not None and rules.drawn_v and aligned else []
     for st in stream_tables([words[i] for i in free], h_rules, v_rules) if aligned else []:
         found += _found(st, free)
+    if not page.rotation:  # spans are read in unrotated space
+        found = [(bold_header(page, table), used) for table, used in found]
     return with_table_blocks(blocks, words, found)
 
 
