@@ -13,6 +13,15 @@
 --     ON column_name USING first(text) GROUP BY "row" ORDER BY "row";
 --   `chandra-ingest table --kb DIR DOC PAGE N` prints the same relation with the columns in
 --   table order (or writes it as CSV/Parquet).
+-- table_continuations: a table that goes on from the previous page — it starts its page's content
+--   (running headers and footers aside), a table with as many columns ends the page before, the later one without a header of its own or with the same header
+--   repeated. Parts stay separate tables (each page's rows as extracted), linked here:
+--     SELECT * FROM table_continuations WHERE doc_id = '9f2c…';
+-- table_parts: every table with the first part of the table it belongs to and its part number
+--   (1 for a table that continues nothing).
+-- kb_linked_table_rows(doc_id, page_no, table_no): the body rows of a table and of all its
+--   continuations, part by part, with the first part's column names:
+--     SELECT part_no, r.record['Company'] FROM kb_linked_table_rows('9f2c…', 1, 1) r;
 -- table_search: one row per table with its file, caption, header and all cell text, for
 --   searching tables by header or content:
 --     SELECT file_name, page_no, table_no, header FROM table_search
@@ -65,3 +74,42 @@ LEFT JOIN (
     SELECT doc_id, page_no, table_no, string_agg(text, ' | ' ORDER BY "row", col) AS cell_text
     FROM table_cells GROUP BY ALL
 ) c USING (doc_id, page_no, table_no);
+
+CREATE OR REPLACE VIEW table_continuations AS
+WITH extent AS (  -- where each page's content starts and ends, running headers and footers aside
+    SELECT doc_id, page_no, min(y0) AS top, max(y1) AS bottom
+    FROM blocks
+    WHERE label NOT IN ('page_header', 'page_footer') AND y0 IS NOT NULL
+    GROUP BY ALL
+),
+ends AS (SELECT t.* FROM tables t JOIN extent e USING (doc_id, page_no) WHERE t.y1 >= e.bottom - 1),
+starts AS (SELECT t.* FROM tables t JOIN extent e USING (doc_id, page_no) WHERE t.y0 <= e.top + 1)
+SELECT s.doc_id, s.page_no, s.table_no, e.page_no AS prev_page_no, e.table_no AS prev_table_no
+FROM starts s
+JOIN ends e ON e.doc_id = s.doc_id AND e.page_no = s.page_no - 1 AND e.n_cols = s.n_cols
+WHERE s.header = e.header OR list_filter(s.header, lambda h: trim(h) <> '') = [];
+
+CREATE OR REPLACE VIEW table_parts AS
+WITH RECURSIVE chain AS (
+    SELECT t.doc_id, t.page_no, t.table_no, t.page_no AS first_page_no, t.table_no AS first_table_no,
+           1 AS part_no
+    FROM tables t
+    ANTI JOIN table_continuations c USING (doc_id, page_no, table_no)
+    UNION ALL
+    SELECT c.doc_id, c.page_no, c.table_no, chain.first_page_no, chain.first_table_no, chain.part_no + 1
+    FROM chain
+    JOIN table_continuations c
+      ON c.doc_id = chain.doc_id AND c.prev_page_no = chain.page_no AND c.prev_table_no = chain.table_no
+)
+SELECT * FROM chain;
+
+CREATE OR REPLACE MACRO kb_linked_table_rows(doc, page, tab) AS TABLE
+WITH names AS (SELECT DISTINCT col, column_name FROM kb_table_cells(doc, page, tab))
+SELECT p.part_no, p.page_no, p.table_no, c."row",
+       list(c.text ORDER BY c.col) AS cells,
+       map(list(n.column_name ORDER BY c.col), list(c.text ORDER BY c.col)) AS record
+FROM table_parts p, LATERAL kb_table_cells(doc, p.page_no, p.table_no) c
+JOIN names n ON n.col = c.col
+WHERE p.doc_id = doc AND p.first_page_no = page AND p.first_table_no = tab AND NOT c.is_header
+GROUP BY p.part_no, p.page_no, p.table_no, c."row"
+ORDER BY p.part_no, c."row";
