@@ -66,3 +66,30 @@ def test_linked_rows_carry_the_first_parts_column_names(kb):
     assert [r[1] for r in rows] == [town for town, _, _ in _body(0, 22)]
     assert [r[0] for r in rows] == [1] * 12 + [2] * 10
     assert rows[-1][2] == _body(21, 1)[0][1]
+
+
+@pytest.mark.corpus
+def test_the_warn_report_reads_as_one_table_over_its_pages(corpus, tmp_path):
+    """pdfplumber's WARN report: one table over pages 1-15 (header on page 1 only), then a summary
+    table at the foot of page 15 that goes on over page 16."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "warn.pdf").write_bytes(
+        (corpus / "pdfplumber/tests/pdfs/WARN-Report-for-7-1-2015-to-03-25-2016.pdf").read_bytes()
+    )
+    run(src, tmp_path / "kb", OPTIONS)
+    con = connect(KbLayout(tmp_path / "kb"), read_only=True)
+    try:
+        chains = con.execute(
+            "SELECT first_page_no, first_table_no, count(*) FROM table_parts GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
+        assert chains == [(1, 1, 15), (15, 2, 2)]
+        doc_id = con.execute("SELECT doc_id FROM documents").fetchone()[0]
+        rows = con.execute(
+            "SELECT count(*), count(DISTINCT page_no), count(record['Company']) "
+            "FROM kb_linked_table_rows(?, 1, 1)",
+            [doc_id],
+        ).fetchone()
+        assert rows == (633, 15, 633)
+    finally:
+        con.close()
