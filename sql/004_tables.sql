@@ -14,8 +14,9 @@
 --   `chandra-ingest table --kb DIR DOC PAGE N` prints the same relation with the columns in
 --   table order (or writes it as CSV/Parquet).
 -- table_continuations: a table that goes on from the previous page — it starts its page's content
---   (running headers and footers aside), a table with as many columns ends the page before, the later one without a header of its own or with the same header
---   repeated. Parts stay separate tables (each page's rows as extracted), linked here:
+--   (running headers and footers aside), a table with as many columns ends the page before, and
+--   it has no header of its own or the same header repeated. Parts stay separate tables (each
+--   page's rows as extracted), linked here:
 --     SELECT * FROM table_continuations WHERE doc_id = '9f2c…';
 -- table_parts: every table with the first part of the table it belongs to and its part number
 --   (1 for a table that continues nothing).

@@ -4,28 +4,43 @@ The text rules (``parse/tables.py``, ``stream_tables.header_rows``) need a numbe
 tables of names, places or marks have none. Their header is often set apart by weight only: the
 table's leading visual lines all bold (MuPDF's bold flag or a bold font name), the lines below
 mostly not (at most ``BODY_BOLD`` of their spans). The leading rows whose words all lie on those
-bold lines — ``MAX_ROWS`` at most, two body rows left — become the header. The spans are read
-only for tables without a header, clipped to the table.
+bold lines — ``MAX_ROWS`` at most, two body rows left — become the header. The page's spans are
+read once, from its TextPage, and only when one of its tables has no header.
 """
 
 from __future__ import annotations
 
 import pymupdf
 
-from chandra_ocr.document import Table
-from chandra_ocr.parse.tables import with_header_rows
+from chandra_ocr.document import BBoxPt, Table
+from chandra_ocr.parse.tables import grid, with_header_rows
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS
 
 MAX_ROWS = 4  # header rows at most
 BODY_BOLD = 0.25  # the body's share of bold spans at most: more, and weight sets nothing apart
 SAME_LINE = 2.0  # points: lines whose tops are this close are one visual line
 
+_Span = tuple[float, dict]  # (its line's top, the span)
 
-def bold_header(page: pymupdf.Page, table: Table) -> Table:
-    """``table`` with its bold leading rows as the header, when it has none and its body is not bold."""
-    if table.bbox is None or table.n_rows < 3 or any(c.is_header for c in table.cells):
-        return table
-    lines = _visual_lines(page, pymupdf.Rect(table.bbox))
+
+def bold_headers(
+    page: pymupdf.Page, tables: list[Table], textpage: pymupdf.TextPage | None = None
+) -> list[Table]:
+    """``tables`` of ``page`` with their bold leading rows as the header where they have none and
+    their body is not bold. ``textpage``: the page's text extracted with ``TEXT_FLAGS``, if at hand."""
+    if not any(_bare(t) for t in tables):
+        return tables
+    spans = _page_spans(page, textpage)
+    return [_bold_header(t, spans) if _bare(t) else t for t in tables]
+
+
+def _bare(table: Table) -> bool:
+    return table.bbox is not None and table.n_rows >= 3 and not any(c.is_header for c in table.cells)
+
+
+def _bold_header(table: Table, spans: list[_Span]) -> Table:
+    assert table.bbox is not None  # _bare
+    lines = _visual_lines([s for s in spans if _inside(s[1]["bbox"], table.bbox)])
     lead = 0
     while lead < len(lines) and all(map(_bold, lines[lead])):
         lead += 1
@@ -33,24 +48,35 @@ def bold_header(page: pymupdf.Page, table: Table) -> Table:
     if not lead or not body or sum(map(_bold, body)) > BODY_BOLD * len(body):
         return table
     bold_words = {w for line in lines[:lead] for span in line for w in span["text"].split()}
-    rows: dict[int, list[str]] = {}
-    for cell in table.cells:
-        rows.setdefault(cell.row, []).extend(cell.text.split())
+    rows = grid(table)
     n = 0
-    while n < min(MAX_ROWS, table.n_rows - 2) and rows.get(n) and set(rows[n]) <= bold_words:
+    while (
+        n < min(MAX_ROWS, table.n_rows - 2) and any(rows[n]) and set(" ".join(rows[n]).split()) <= bold_words
+    ):
         n += 1
     return with_header_rows(table, n) if n else table
 
 
-def _visual_lines(page: pymupdf.Page, clip: pymupdf.Rect) -> list[list[dict]]:
-    """The non-blank spans inside ``clip``, grouped into visual lines, top to bottom."""
-    spans = [
+def _page_spans(page: pymupdf.Page, textpage: pymupdf.TextPage | None) -> list[_Span]:
+    """The page's non-blank spans with their lines' tops."""
+    text = page.get_text("dict", flags=TEXT_FLAGS, textpage=textpage)
+    return [
         (line["bbox"][1], span)
-        for block in page.get_text("dict", clip=clip, flags=TEXT_FLAGS)["blocks"]
+        for block in text["blocks"]
         for line in block.get("lines", ())
         for span in line["spans"]
         if span["text"].strip()
     ]
+
+
+def _inside(bbox: tuple[float, float, float, float], box: BBoxPt) -> bool:
+    """Whether the centre of ``bbox`` lies in ``box``."""
+    x, y = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
+    return box[0] <= x <= box[2] and box[1] <= y <= box[3]
+
+
+def _visual_lines(spans: list[_Span]) -> list[list[dict]]:
+    """``spans`` grouped into visual lines, top to bottom."""
     lines: list[list[dict]] = []
     top = None
     for y, span in sorted(spans, key=lambda s: s[0]):

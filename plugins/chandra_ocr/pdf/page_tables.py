@@ -25,7 +25,7 @@ import pymupdf
 from chandra_ocr.document import Block, Table
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.tables import table_from_rows, table_text
-from chandra_ocr.pdf.bold_header import bold_header
+from chandra_ocr.pdf.bold_header import bold_headers
 from chandra_ocr.pdf.native_tables import ruled_tables
 from chandra_ocr.pdf.partly_ruled import frames, partly_ruled_tables
 from chandra_ocr.pdf.ruled_grid import Word, drawn_rules, has_cells, merge_edges, page_words
@@ -65,8 +65,9 @@ def page_tables(
     v_rules = merge_edges(rules.drawn_v) if rules is not None and rules.drawn_v and aligned else []
     for st in stream_tables([words[i] for i in free], h_rules, v_rules) if aligned else []:
         found += _found(st, free)
-    if not page.rotation:  # spans are read in unrotated space
-        found = [(bold_header(page, table), used) for table, used in found]
+    if not page.rotation and found:  # spans are read in unrotated space
+        tables = bold_headers(page, [table for table, _ in found], textpage)
+        found = [(table, used) for table, (_, used) in zip(tables, found, strict=True)]
     return with_table_blocks(blocks, words, found)
 
 
