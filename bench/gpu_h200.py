@@ -75,6 +75,16 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
 
     class BenchEngine(VllmEngine):
         warmup_max_tokens: int | None = None  # set while warming up: short pages, every batch size
+        exact_max_tokens: int | None = None  # set for the kernel profile: every page this long
+        steps: StepTimes | None = None  # set while a mode's engine steps are timed
+
+        def _step(self):
+            if self.steps is None:
+                return super()._step()
+            t0 = time.perf_counter()
+            outputs = super()._step()
+            self.steps.add(self._llm.llm_engine.get_num_unfinished_requests(), time.perf_counter() - t0)
+            return outputs
 
         def sampling_params(self, request, temperature, seed):
             params = super().sampling_params(request, temperature, seed)
@@ -82,6 +92,8 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
                 params.max_tokens = lengths.get((request.doc_id, request.page_no), params.max_tokens)
             if self.warmup_max_tokens is not None:
                 params.max_tokens = min(params.max_tokens, self.warmup_max_tokens)
+            if self.exact_max_tokens is not None:
+                params.max_tokens = self.exact_max_tokens
             return params
 
     preset = shape_preset(args.shape, args.model, None if args.lengths else args.output_tokens)
@@ -97,14 +109,84 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
     return BenchEngine(preset, options)
 
 
+class StepTimes:
+    """Wall time of each ``llm_engine.step()`` of a mode (one engine-core step's outputs each) by the
+    number of unfinished requests then: how a step's cost falls with the batch through a run's tail."""
+
+    BUCKETS = (1, 8, 32, 128, 256, 384, 512, 640)
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.by_bucket: dict[int, list[float]] = {b: [0, 0.0] for b in self.BUCKETS}
+        self.timeline: list[tuple[float, int, int]] = []  # (s since start, unfinished, steps) every 2 s
+        self.durations: list[float] = []
+
+    def add(self, unfinished: int, seconds: float) -> None:
+        bucket = max([b for b in self.BUCKETS if b <= unfinished] or [1])
+        self.by_bucket[bucket][0] += 1
+        self.by_bucket[bucket][1] += seconds
+        self.durations.append(seconds)
+        t = time.perf_counter() - self.t0
+        if not self.timeline or t - self.timeline[-1][0] >= 2.0:
+            self.timeline.append((round(t, 1), unfinished, len(self.durations)))
+
+    def summary(self) -> dict[str, Any]:
+        """Steps and mean ms a step per bucket (a bucket counts ≥ its key unfinished requests)."""
+        buckets = {
+            f">={b}": {"steps": n, "ms_per_step": round(1000 * s / n, 2)}
+            for b, (n, s) in self.by_bucket.items()
+            if n
+        }
+        return {"steps": len(self.durations), "by_unfinished": buckets, "timeline": self.timeline}
+
+
 def profiler_args(args: argparse.Namespace) -> dict[str, Any]:
-    """vLLM's own torch profiler in the engine process, for ``--profile-pages`` (idle until started)."""
-    if not args.profile_pages:
+    """vLLM's own torch profiler in the engine process, for ``--profile-pages`` or ``--kernel-profile``
+    (idle until started): it records ``max_iterations`` engine steps after ``delay_iterations``."""
+    if args.kernel_profile:
+        delay, steps = args.kernel_profile[2:]
+    elif args.profile_pages:
+        delay, steps = args.profile_delay, 200
+    else:
         return {}
     PROFILE_DIR.mkdir(parents=True, exist_ok=True)
     config = {"profiler": "torch", "torch_profiler_dir": str(PROFILE_DIR), "torch_profiler_with_stack": False}
-    config |= {"ignore_frontend": True, "delay_iterations": args.profile_delay, "max_iterations": 200}
+    config |= {"ignore_frontend": True, "delay_iterations": delay, "max_iterations": steps}
     return {"profiler_config": config}
+
+
+def kernel_profile(args: argparse.Namespace, engine, images) -> dict[str, Any]:
+    """``--kernel-profile PAGES,TOKENS,DELAY,STEPS``: one pass of PAGES pages at TOKENS output tokens
+    each through the engine, vLLM's profiler over STEPS engine steps after DELAY (chosen so that
+    every page is decoding at full batch); its kernel table (self CUDA time, to set against the
+    window's wall time a step) lands beside the job's JSON. Run after the modes, untimed by them."""
+    pages, tokens, delay, steps = args.kernel_profile
+    (PROFILE_DIR / "profiler_out_0.txt").unlink(missing_ok=True)  # an earlier job's table
+    engine.exact_max_tokens, engine.steps = tokens, StepTimes()
+    try:
+        engine._llm.start_profile()
+        run = gs.measure(lambda: gs.from_images(engine, images[:pages]))
+        engine._llm.stop_profile()
+        durations = engine.steps.durations
+    finally:
+        engine.exact_max_tokens, engine.steps = None, None
+    kernels = read_profile_table()
+    args.out.with_suffix(".kernels.txt").write_text(kernels)
+    window = {"pages": pages, "output_tokens": tokens, "delay_steps": delay, "steps": steps}
+    in_window = durations[delay : delay + steps]
+    wall_ms = round(1000 * sum(in_window) / max(len(in_window), 1), 2)
+    return {"window": window, "run": run, "window_wall_ms_per_step": wall_ms} | {
+        "kernel_table_head": kernels.splitlines()[:60]
+    }
+
+
+def read_profile_table(limit_s: float = 120) -> str:
+    """The profiler's key-averages table, once vLLM has written it (empty when it never did)."""
+    table = PROFILE_DIR / "profiler_out_0.txt"
+    deadline = time.monotonic() + limit_s
+    while not table.is_file() and time.monotonic() < deadline:
+        time.sleep(1)
+    return table.read_text() if table.is_file() else ""
 
 
 def prefill_only(engine, pages) -> dict[str, Any]:
@@ -129,11 +211,7 @@ def profile_split(args: argparse.Namespace, engine, images) -> dict[str, Any]:
     engine._llm.start_profile()
     profiled = gs.measure(lambda: gs.raw_chat(engine, pages))
     engine._llm.stop_profile()
-    table = PROFILE_DIR / "profiler_out_0.txt"
-    deadline = time.monotonic() + 120
-    while not table.is_file() and time.monotonic() < deadline:
-        time.sleep(1)
-    kernels = table.read_text() if table.is_file() else ""
+    kernels = read_profile_table()
     args.out.with_suffix(".profile.txt").write_text(kernels)
     n = len(pages)
     return {
@@ -204,12 +282,51 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
             runs: dict[str, list] = {m: [] for m in args.modes}
             for _ in range(args.repeats):
                 for name in args.modes:  # interleaved: b a c, b a c, …
+                    engine.steps = StepTimes() if args.step_times and name in ("b", "b0") else None
                     runs[name].append(gs.measure(modes[name]))
+                    if engine.steps is not None:
+                        runs[name][-1]["step_times"] = engine.steps.summary()
+                        engine.steps = None
                     log.info("%s mode %s: %s", args.shape, name, runs[name][-1])
                     record[name] = gs.median_run(runs[name])
                     save(record, args.out)
+            if args.kernel_profile:
+                record["kernel_profile"] = kernel_profile(args, engine, images)
     finally:
         engine.close()
+    return record
+
+
+def run_preprocess(args: argparse.Namespace) -> dict[str, Any]:
+    """The Hugging Face image processor vLLM runs in its front-end process for each page, timed alone
+    per backend (torchvision, PIL) on ``--pages`` corpus pages rendered at the preset's budget."""
+    from transformers import AutoImageProcessor
+
+    from chandra_ocr.pdf.render import render_page
+
+    preset = shape_preset(args.shape, args.model, args.output_tokens)
+    requests = gs.collect_requests(args.source, args.pages)
+    images = [render_page(r.pdf_path, r.page_no, preset.render) for r in requests]
+    record: dict[str, Any] = {"job": "preprocess", "shape": args.shape, "pages": len(images)}
+    record["sizes"] = sorted({im.size for im in images})[:8]
+    for backend in ("torchvision", "pil"):
+        try:
+            processor = AutoImageProcessor.from_pretrained(args.model, backend=backend)
+        except Exception as e:  # the backend is not installed here
+            record[backend] = {"error": f"{type(e).__name__}: {e}"[:300]}
+            continue
+        processor(images=[images[0]], return_tensors="pt")  # warm
+        t0 = time.perf_counter()
+        for image in images:
+            out = processor(images=[image], return_tensors="pt")
+        seconds = (time.perf_counter() - t0) / len(images)
+        pixels = out["pixel_values"]
+        record[backend] = {
+            "image_processor": type(processor).__name__,
+            "ms_per_page": round(1000 * seconds, 2),
+            "pixel_values": [list(pixels.shape), str(pixels.dtype)],
+        }
+        save(record, args.out)
     return record
 
 
@@ -367,7 +484,7 @@ def save(record: dict[str, Any], out: Path) -> None:
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("job", choices=("engine", "multi", "worker", "serve"))
+    p.add_argument("job", choices=("engine", "multi", "worker", "serve", "preprocess"))
     p.add_argument("--shape", required=True, choices=sorted(PRESET_OF_SHAPE))
     p.add_argument("--model", type=Path, required=True, help="folder written by bench/models/build.py")
     p.add_argument("--source", type=Path, required=True, help="folder of PDFs (cycled until --pages)")
@@ -379,6 +496,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--profile-pages", type=int, default=0, help="time and profile this many pages first")
     p.add_argument("--split-pages", type=int, default=0, help="time this many pages at 1 output token first")
     p.add_argument("--profile-delay", type=int, default=150, help="engine steps before the profiler records")
+    p.add_argument(
+        "--kernel-profile",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=None,
+        help="PAGES,TOKENS,DELAY,STEPS: after the modes, profile STEPS engine steps of one such pass",
+    )
+    p.add_argument("--step-times", action="store_true", help="time each engine step of modes b/b0")
     p.add_argument("--repeats", type=int, default=2, help="interleaved runs of each mode (median counts)")
     p.add_argument("--warmup-pages", type=int, default=64)
     p.add_argument("--c-budget-s", type=float, default=None, help="mode (c) stops after the file past this")
@@ -413,6 +537,7 @@ def main() -> None:
     args = parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     jobs = {"engine": run_engine, "multi": run_multi, "worker": run_worker, "serve": run_serve}
+    jobs["preprocess"] = run_preprocess
     record = jobs[args.job](args)
     record |= {"argv": sys.argv[1:], "output_tokens_per_page": args.output_tokens}
     save(record, args.out)

@@ -21,6 +21,7 @@
 #          QUEUE_SKIP=name,... leaves jobs out. Start it with
 #          setsid so it outlives the device command that starts it (10 minutes at most); later commands
 #          wait for OUTDIR/DONE and copy what is there.
+#   fp8: the same kind of queue for where FP8's gain goes (see the phase)
 # MODES=m,m,... picks and orders the modes of any of these phases.
 # Usage (repo root, vLLM importable): bench/gpu_h200.sh PHASE OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
@@ -40,6 +41,13 @@ job() {  # NAME GPUS LIMIT_S ARGS... : one bench job, its JSON and log copied to
 }
 
 shape() { echo "--shape $1 --model $M/$1 --source $SRC"; }
+
+queued() {  # NAME MIN_S LIMIT_S ARGS...: the job when MIN_S still fit before QUEUE_END, its limit cut there
+  local name=$1 min=$2 limit=$3 left=$((${QUEUE_END:?epoch seconds} - $(date +%s) - 10)); shift 3
+  case ",${QUEUE_SKIP:-}," in *",$name,"*) echo "$name skipped"; return ;; esac
+  if [ "$left" -lt "$min" ]; then echo "$name not started: ${left} s left, needs ${min} s"; return; fi
+  job "$name" 0 $((limit < left ? limit : left)) "$@"
+}
 
 plugin_path() {  # a dist-info declaring this project's vLLM plugin, for a tree run without `pip install`
   local d=$W/plugin/chandra_ocr_airflow-0.1.0.dist-info
@@ -87,14 +95,8 @@ case $PHASE in
     job chandra2 0 ${LIMIT:-580} engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes ${MODES:-b,a,c} \
       --repeats ${REPEATS:-1} --c-budget-s 50 ;;
   queue)
-    end=${QUEUE_END:?epoch seconds} fixed="--pages ${FIXED_PAGES:-1024} --output-tokens 1000 --modes b --repeats 1"
+    fixed="--pages ${FIXED_PAGES:-1024} --output-tokens 1000 --modes b --repeats 1"
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
-    queued() {  # NAME MIN_S LIMIT_S ARGS...: the job when MIN_S still fit before QUEUE_END, its limit cut there
-      local name=$1 min=$2 limit=$3 left=$((end - $(date +%s) - 10)); shift 3
-      case ",${QUEUE_SKIP:-}," in *",$name,"*) echo "$name skipped"; return ;; esac
-      if [ "$left" -lt "$min" ]; then echo "$name not started: ${left} s left, needs ${min} s"; return; fi
-      job "$name" 0 $((limit < left ? limit : left)) "$@"
-    }
     queued chandra2 570 1000 engine $(shape chandra_ocr_2) --pages 1024 $LENGTHS --modes ${CHANDRA_MODES:-c,a,b} --repeats 1 \
       --c-budget-s 50
     queued olmocr2_bf16_fixed 200 420 engine $(shape qwen2_5_vl_7b) $fixed --split-pages 128
@@ -103,6 +105,21 @@ case $PHASE in
     queued olmocr2_fp8_kvfp8_fixed_seqs1024 260 420 engine $(shape qwen2_5_vl_7b) $fixed --quantization fp8 \
       --kv-cache-dtype fp8 --paging max_num_seqs=1024
     queued serve1_fixed 300 420 serve $(shape qwen2_5_vl_7b) --dp 1 --pages 1024 --output-tokens 1000
+    echo done >"$OUTDIR/DONE" ;;
+  fp8)  # where FP8's gain goes, queued like `queue`: the image processor alone; FP8 + FP8 KV and bf16 on
+        # the corpus lengths (mode b, each engine step timed by batch size, then vLLM's profiler over 100
+        # full-batch decode steps of 512 pages); FP8 with vLLM's weight-only Marlin kernels; FP8 + FP8 KV
+        # at max_num_seqs 1024 on 2048 pages (>= 2 x max_num_seqs)
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
+    varied="--pages 1024 $LENGTHS --modes b --repeats 1 --step-times"
+    queued preprocess 30 60 preprocess $(shape qwen2_5_vl_7b) --pages 32
+    queued olmocr2_fp8_kvfp8 330 460 engine $(shape qwen2_5_vl_7b) $varied --kernel-profile 512,600,400,100 \
+      --quantization fp8 --kv-cache-dtype fp8
+    queued olmocr2_bf16 340 470 engine $(shape qwen2_5_vl_7b) $varied --kernel-profile 512,600,400,100
+    VLLM_TEST_FORCE_FP8_MARLIN=1 queued olmocr2_fp8marlin_kvfp8 300 380 engine $(shape qwen2_5_vl_7b) $varied \
+      --quantization fp8 --kv-cache-dtype fp8
+    queued olmocr2_fp8_kvfp8_seqs1024 400 480 engine $(shape qwen2_5_vl_7b) --pages 2048 $LENGTHS --modes b \
+      --repeats 1 --step-times --quantization fp8 --kv-cache-dtype fp8 --paging max_num_seqs=1024
     echo done >"$OUTDIR/DONE" ;;
   two)
     job multi 0,1 230 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512
