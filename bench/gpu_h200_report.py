@@ -173,6 +173,32 @@ def bf16_of(key: str) -> str:
     return "qwen2_5_vl_7b" + (at + tag if at else "")
 
 
+def profiler_ms(cell: str) -> float:
+    """A torch profiler time cell ("1.898s", "435.354ms", "6.797us") in milliseconds."""
+    text = cell.strip()
+    for unit, scale in (("ms", 1.0), ("us", 1e-3), ("s", 1e3)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * scale
+    raise ValueError(f"not a profiler time: {cell!r}")
+
+
+def kernel_summary(profile: dict[str, Any], top: int = 10) -> dict[str, Any]:
+    """A ``--kernel-profile`` record cut to its window and its top kernels by self CUDA time (ms in
+    the window, calls); the first row is vLLM's whole-step range, i.e. GPU time a step."""
+    rows = []
+    for line in profile["kernel_table_head"][3:]:
+        cells = [c for c in line.split("  ") if c.strip()]
+        if len(cells) < 10 or line.startswith("-"):
+            continue
+        ms = profiler_ms(cells[6])
+        rows.append({"name": cells[0].strip(), "self_cuda_ms": round(ms, 1), "calls": int(cells[-1])})
+    steps = profile["window"]["steps"]
+    out = {"window": profile["window"], "pass": profile["run"], "top_kernels": rows[:top]}
+    if rows:
+        out["gpu_ms_per_step"] = round(rows[0]["self_cuda_ms"] / steps, 2)
+    return out
+
+
 def varied_section(
     jobs: list[dict[str, Any]], args: argparse.Namespace, old: dict[str, Any]
 ) -> dict[str, Any]:
@@ -201,6 +227,8 @@ def varied_section(
         )
         if "profile" in job:
             entry["profile"] = job["profile"]
+        if "kernel_profile" in job:
+            entry["kernel_profile"] = kernel_summary(job["kernel_profile"])
         for m in ("a", "b", "c", "b0"):
             if m in job:
                 earlier = entry["modes"].get(m)

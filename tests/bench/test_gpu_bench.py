@@ -120,3 +120,37 @@ def test_the_median_run_counts_and_every_run_is_kept():
     runs = [{"pages_per_s": r} for r in (7.9, 7.1, 7.5)]
     assert gpu_scheduling.median_run(runs) == {"pages_per_s": 7.5, "runs_pages_per_s": [7.9, 7.1, 7.5]}
     assert gpu_scheduling.median_run(runs[:2])["pages_per_s"] == 7.1  # of two, the slower
+
+
+def test_step_times_bucket_steps_by_the_requests_still_unfinished():
+    steps = gpu_h200.StepTimes()
+    for unfinished, seconds in ((640, 0.040), (600, 0.030), (300, 0.020), (5, 0.004), (0, 0.002)):
+        steps.add(unfinished, seconds)
+    summary = steps.summary()
+    assert summary["steps"] == 5
+    assert summary["by_unfinished"] == {
+        ">=1": {"steps": 2, "ms_per_step": 3.0},  # 5 and 0 (the last step empties the engine)
+        ">=256": {"steps": 1, "ms_per_step": 20.0},
+        ">=512": {"steps": 1, "ms_per_step": 30.0},
+        ">=640": {"steps": 1, "ms_per_step": 40.0},
+    }
+    assert summary["timeline"][0][1:] == (640, 1)
+
+
+def test_kernel_summary_reads_the_profilers_table_in_its_units():
+    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
+    row = "{:>55}  " + "  ".join(["{:>12}"] * 10)
+    table = ["-" * 80, row.format("Name", *["col"] * 10), "-" * 80]
+    cells = [("execute_context_0(0)_generation_512(512)", "1.898s", 100), ("cutlass_gemm", "435.354ms", 8400)]
+    cells.append(("reshape_and_cache", "19.031us", 2800))
+    for name, cuda, calls in cells:
+        table.append(
+            row.format(
+                name, "0.00%", "0.000us", "0.00%", "0.000us", "0.000us", cuda, "1%", cuda, "1us", calls
+            )
+        )
+    profile = {"kernel_table_head": table, "window": {"steps": 100}, "run": {}}
+    summary = report.kernel_summary(profile)
+    assert [k["self_cuda_ms"] for k in summary["top_kernels"]] == [1898.0, 435.4, 0.0]
+    assert [k["calls"] for k in summary["top_kernels"]] == [100, 8400, 2800]
+    assert summary["gpu_ms_per_step"] == 18.98

@@ -28,8 +28,9 @@ MAX_UTILIZATION = 0.92
 MAX_NUM_SEQS_CAP = 512
 ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN = 32  # ≈ 16 live bf16 values of hidden size per batched token
 KV_DTYPE_BYTES = {"auto": None, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
-# Weight quantizations the sizer can size: bytes per decoder weight (the vision encoder stays 16-bit,
-# as in vLLM's online FP8 and in the published FP8 checkpoints, which leave the vision tower alone).
+# Weight quantizations the sizer can size: bytes per decoder weight. The vision encoder is counted at
+# 16 bits, as the published FP8 checkpoints keep it; vLLM 0.25's online FP8 quantizes it too, so for
+# that path the estimate errs on the safe side (~0.6 GiB on Qwen2.5-VL-7B).
 WEIGHT_QUANT_BYTES = {"fp8": 1}
 
 
