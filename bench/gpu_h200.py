@@ -37,7 +37,12 @@ import gpu_scheduling as gs  # noqa: E402  (page collection, rendering and the a
 
 log = logging.getLogger("gpu_h200")
 PROFILE_DIR = Path(tempfile.gettempdir()) / "gpu_h200_profile"
-PRESET_OF_SHAPE = {"qwen2_5_vl_7b": "olmocr2", "chandra_ocr_2": "chandra2", "lightonocr_2_1b": "lightonocr2"}
+PRESET_OF_SHAPE = {
+    "qwen2_5_vl_7b": "olmocr2",
+    "olmocr2_7b_fp8": "olmocr2-fp8",  # the published FP8 checkpoint's layout (bench/models/shapes.py)
+    "chandra_ocr_2": "chandra2",
+    "lightonocr_2_1b": "lightonocr2",
+}
 
 
 def shape_preset(shape: str, model: Path, output_tokens: int | None):

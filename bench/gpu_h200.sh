@@ -106,16 +106,18 @@ case $PHASE in
       --kv-cache-dtype fp8 --paging max_num_seqs=1024
     queued serve1_fixed 300 420 serve $(shape qwen2_5_vl_7b) --dp 1 --pages 1024 --output-tokens 1000
     echo done >"$OUTDIR/DONE" ;;
-  fp8)  # where FP8's gain goes, queued like `queue`: the image processor alone; FP8 + FP8 KV and bf16 on
-        # the corpus lengths (mode b, each engine step timed by batch size, then vLLM's profiler over 100
-        # full-batch decode steps of 512 pages); FP8 with vLLM's weight-only Marlin kernels; FP8 + FP8 KV
-        # at max_num_seqs 1024 on 2048 pages (>= 2 x max_num_seqs)
+  fp8)  # where FP8's gain goes, queued like `queue`: the image processor alone; the published FP8 checkpoint's
+        # layout (shape olmocr2_7b_fp8: compressed-tensors, vision tower bf16) + FP8 KV, bf16, and vLLM's
+        # online FP8 + FP8 KV on the corpus lengths (mode b, each engine step timed by batch size, then vLLM's
+        # profiler over KPROF=PAGES,TOKENS,DELAY,STEPS: default 60 prefill-heavy steps from step 20; session7
+        # profiled decode with 512,600,400,100); FP8 with weight-only Marlin kernels; FP8 + FP8 KV at
+        # max_num_seqs 1024 on 2048 pages (>= 2 x max_num_seqs). QUEUE_SKIP leaves jobs out.
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
-    varied="--pages 1024 $LENGTHS --modes b --repeats 1 --step-times"
+    varied="--pages 1024 $LENGTHS --modes b --repeats 1 --step-times --kernel-profile ${KPROF:-512,600,20,60}"
     queued preprocess 30 60 preprocess $(shape qwen2_5_vl_7b) --pages 32
-    queued olmocr2_fp8_kvfp8 330 460 engine $(shape qwen2_5_vl_7b) $varied --kernel-profile 512,600,400,100 \
-      --quantization fp8 --kv-cache-dtype fp8
-    queued olmocr2_bf16 340 470 engine $(shape qwen2_5_vl_7b) $varied --kernel-profile 512,600,400,100
+    queued olmocr2_7b_fp8_kvfp8 330 460 engine $(shape olmocr2_7b_fp8) $varied --kv-cache-dtype fp8
+    queued olmocr2_bf16 340 470 engine $(shape qwen2_5_vl_7b) $varied
+    queued olmocr2_fp8_kvfp8 330 460 engine $(shape qwen2_5_vl_7b) $varied --quantization fp8 --kv-cache-dtype fp8
     VLLM_TEST_FORCE_FP8_MARLIN=1 queued olmocr2_fp8marlin_kvfp8 300 380 engine $(shape qwen2_5_vl_7b) $varied \
       --quantization fp8 --kv-cache-dtype fp8
     queued olmocr2_fp8_kvfp8_seqs1024 400 480 engine $(shape qwen2_5_vl_7b) --pages 2048 $LENGTHS --modes b \

@@ -247,7 +247,7 @@ def varied_section(
             entry["b_over_c"] = round(rate["b"] / rate["c"], 3)
         for ratio in ("b_over_a", "b_over_c"):
             found[f"{key}.{ratio}"] = (entry.get(ratio), VARIED_TARGETS[ratio])
-    for key in [k for k in presets if k.startswith("qwen2_5_vl_7b_fp8")]:
+    for key in [k for k in presets if k.startswith(("qwen2_5_vl_7b_fp8", "olmocr2_7b_fp8"))]:
         b16 = presets.get(bf16_of(key), {}).get("modes", {}).get("b")
         b8 = presets[key]["modes"].get("b")
         found[f"{key}.fp8_over_bf16"] = (

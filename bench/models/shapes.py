@@ -7,6 +7,7 @@ special-token ids), its image processor settings and a chat template of the same
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +135,43 @@ QWEN2_5_VL_7B = ModelShape(
         "image_std": CLIP_STD,
     },
     chat_template=QWEN_CHAT_TEMPLATE,
+)
+
+# allenai/olmOCR-2-7B-1025-FP8 (the olmocr2-fp8 preset): the same shape as llm-compressor's FP8_DYNAMIC
+# scheme writes it — FP8 decoder weights with a scale per output channel, activations quantized per
+# token at run time, the vision tower and lm_head left in bf16 — so vLLM runs the kernels the published
+# checkpoint gets (vLLM's online FP8 instead quantizes every linear layer, the vision tower included).
+FP8_DYNAMIC = {
+    "quant_method": "compressed-tensors",
+    "format": "float-quantized",
+    "quantization_status": "compressed",
+    "config_groups": {
+        "group_0": {
+            "targets": ["Linear"],
+            "weights": {
+                "num_bits": 8,
+                "type": "float",
+                "strategy": "channel",
+                "symmetric": True,
+                "dynamic": False,
+            },
+            "input_activations": {
+                "num_bits": 8,
+                "type": "float",
+                "strategy": "token",
+                "symmetric": True,
+                "dynamic": True,
+            },
+            "output_activations": None,
+        }
+    },
+    "ignore": ["re:.*lm_head", "re:.*visual.*"],
+}
+OLMOCR2_7B_FP8 = dataclasses.replace(
+    QWEN2_5_VL_7B,
+    name="olmocr2_7b_fp8",
+    real_model_id="allenai/olmOCR-2-7B-1025-FP8",
+    config=QWEN2_5_VL_7B.config | {"quantization_config": FP8_DYNAMIC},
 )
 
 # datalab-to/chandra-ocr-2: a Qwen3.5 fine-tune of the 4B shape (chandra_ocr.ocr.tuning.CHANDRA_OCR_2):
@@ -296,4 +334,6 @@ LIGHTONOCR_2_1B = ModelShape(
     chat_template=LIGHTON_CHAT_TEMPLATE,
 )
 
-SHAPES: dict[str, ModelShape] = {s.name: s for s in (QWEN2_5_VL_7B, CHANDRA_OCR_2, LIGHTONOCR_2_1B)}
+SHAPES: dict[str, ModelShape] = {
+    s.name: s for s in (QWEN2_5_VL_7B, OLMOCR2_7B_FP8, CHANDRA_OCR_2, LIGHTONOCR_2_1B)
+}
