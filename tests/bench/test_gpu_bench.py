@@ -141,8 +141,11 @@ def test_kernel_summary_reads_the_profilers_table_in_its_units():
     report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
     row = "{:>55}  " + "  ".join(["{:>12}"] * 10)
     table = ["-" * 80, row.format("Name", *["col"] * 10), "-" * 80]
-    cells = [("execute_context_0(0)_generation_512(512)", "1.898s", 100), ("cutlass_gemm", "435.354ms", 8400)]
-    cells.append(("reshape_and_cache", "19.031us", 2800))
+    cells = [("execute_context_0(0)_generation_512(512)", "1.898s", 90), ("cutlass_gemm", "435.354ms", 8400)]
+    cells += [
+        ("execute_context_0(1)_generation_480(480)", "150.2ms", 10),
+        ("reshape_and_cache", "19.031us", 2800),
+    ]
     for name, cuda, calls in cells:
         table.append(
             row.format(
@@ -151,6 +154,6 @@ def test_kernel_summary_reads_the_profilers_table_in_its_units():
         )
     profile = {"kernel_table_head": table, "window": {"steps": 100}, "run": {}}
     summary = report.kernel_summary(profile)
-    assert [k["self_cuda_ms"] for k in summary["top_kernels"]] == [1898.0, 435.4, 0.0]
-    assert [k["calls"] for k in summary["top_kernels"]] == [100, 8400, 2800]
-    assert summary["gpu_ms_per_step"] == 18.98
+    assert [k["self_cuda_ms"] for k in summary["top_kernels"]] == [1898.0, 435.4, 150.2, 0.0]
+    assert [k["calls"] for k in summary["top_kernels"]] == [90, 8400, 10, 2800]
+    assert summary["gpu_ms_per_step"] == 20.48  # both step ranges over the window's 100 steps
