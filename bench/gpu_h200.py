@@ -37,6 +37,7 @@ import gpu_scheduling as gs  # noqa: E402  (page collection, rendering and the a
 
 log = logging.getLogger("gpu_h200")
 PROFILE_DIR = Path(tempfile.gettempdir()) / "gpu_h200_profile"
+PROFILE_TABLE = PROFILE_DIR / "profiler_out_0.txt"  # vLLM's key-averages table of rank 0
 PRESET_OF_SHAPE = {
     "qwen2_5_vl_7b": "olmocr2",
     "olmocr2_7b_fp8": "olmocr2-fp8",  # the published FP8 checkpoint's layout (bench/models/shapes.py)
@@ -167,10 +168,9 @@ def kernel_profile(args: argparse.Namespace, engine, images) -> dict[str, Any]:
     lands beside the job's JSON. Run after the modes, untimed by them. The profiler slows the steps
     it records, so only GPU time is read from it, not wall time."""
     pages, tokens, delay, steps = args.kernel_profile
-    (PROFILE_DIR / "profiler_out_0.txt").unlink(missing_ok=True)  # an earlier job's table
     engine.exact_max_tokens = tokens
     try:
-        engine._llm.start_profile()
+        start_profiler(engine)
         run = gs.measure(lambda: gs.from_images(engine, images[:pages]))
         engine._llm.stop_profile()
     finally:
@@ -181,13 +181,18 @@ def kernel_profile(args: argparse.Namespace, engine, images) -> dict[str, Any]:
     return {"window": window, "run": run, "kernel_table_head": kernels.splitlines()[:60]}
 
 
+def start_profiler(engine) -> None:
+    """Start vLLM's profiler once an earlier job's table is gone (read_profile_table waits for a new one)."""
+    PROFILE_TABLE.unlink(missing_ok=True)
+    engine._llm.start_profile()
+
+
 def read_profile_table(limit_s: float = 120) -> str:
     """The profiler's key-averages table, once vLLM has written it (empty when it never did)."""
-    table = PROFILE_DIR / "profiler_out_0.txt"
     deadline = time.monotonic() + limit_s
-    while not table.is_file() and time.monotonic() < deadline:
+    while not PROFILE_TABLE.is_file() and time.monotonic() < deadline:
         time.sleep(1)
-    return table.read_text() if table.is_file() else ""
+    return PROFILE_TABLE.read_text() if PROFILE_TABLE.is_file() else ""
 
 
 def prefill_only(engine, pages) -> dict[str, Any]:
@@ -209,7 +214,7 @@ def profile_split(args: argparse.Namespace, engine, images) -> dict[str, Any]:
     pages = images[: args.profile_pages]
     prefill = prefill_only(engine, pages)
     full = gs.measure(lambda: gs.raw_chat(engine, pages))
-    engine._llm.start_profile()
+    start_profiler(engine)
     profiled = gs.measure(lambda: gs.raw_chat(engine, pages))
     engine._llm.stop_profile()
     kernels = read_profile_table()
