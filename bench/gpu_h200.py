@@ -110,6 +110,7 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
         paging=args.paging,
         quantization=args.quantization,
         kv_cache_dtype=args.kv_cache_dtype,
+        compile_encoder={"auto": None, "on": True, "off": False}[args.compile_encoder],
         engine_args=profiler_args(args),
     )
     return BenchEngine(preset, options)
@@ -499,6 +500,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--lengths", type=Path, default=None, help="page_lengths.json: per-page lengths from it")
     p.add_argument("--quantization", default=None, help="VllmOptions.quantization (fp8: online FP8)")
     p.add_argument("--kv-cache-dtype", default="auto", help="VllmOptions.kv_cache_dtype (fp8: FP8 KV cache)")
+    p.add_argument(
+        "--compile-encoder",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="VllmOptions.compile_encoder (auto: the preset's default on a GPU)",
+    )
     p.add_argument("--profile-pages", type=int, default=0, help="time and profile this many pages first")
     p.add_argument("--split-pages", type=int, default=0, help="time this many pages at 1 output token first")
     p.add_argument("--profile-delay", type=int, default=150, help="engine steps before the profiler records")

@@ -38,6 +38,15 @@ job() {  # NAME GPUS LIMIT_S ARGS... : one bench job, its JSON and log copied to
   CUDA_VISIBLE_DEVICES=$gpus timeout -k 15 "$limit" python3 bench/gpu_h200.py "$@" --out "$OUTDIR/$name.json" \
     >"$OUTDIR/$name.log" 2>&1
   echo "$name rc=$? $((SECONDS - t0)) s"
+  gpu_free "$gpus"
+}
+
+gpu_free() {  # GPUS: wait up to 20 s for a job's engine processes to free these GPUs, then kill what holds them
+  local t=$((SECONDS + 20)) held  # (a job cut by its limit can leave its engine core process behind)
+  while held=$(nvidia-smi -i "$1" --query-compute-apps=pid --format=csv,noheader) && [ -n "$held" ]; do
+    [ $SECONDS -lt $t ] || { echo "killing $held"; kill -9 $held; sleep 3; return; }
+    sleep 1
+  done
 }
 
 shape() { echo "--shape $1 --model $M/$1 --source $SRC"; }
@@ -106,18 +115,20 @@ case $PHASE in
       --kv-cache-dtype fp8 --paging max_num_seqs=1024
     queued serve1_fixed 300 420 serve $(shape qwen2_5_vl_7b) --dp 1 --pages 1024 --output-tokens 1000
     echo done >"$OUTDIR/DONE" ;;
-  fp8)  # where FP8's gain goes, queued like `queue`: the image processor alone; the published FP8 checkpoint's
-        # layout (shape olmocr2_7b_fp8: compressed-tensors, vision tower bf16) + FP8 KV, bf16, and vLLM's
-        # online FP8 + FP8 KV on the corpus lengths (mode b, each engine step timed by batch size, then vLLM's
-        # profiler over KPROF=PAGES,TOKENS,DELAY,STEPS: default 60 prefill-heavy steps from step 20; session7
-        # profiled decode with 512,600,400,100); FP8 with weight-only Marlin kernels; FP8 + FP8 KV at
-        # max_num_seqs 1024 on 2048 pages (>= 2 x max_num_seqs). QUEUE_SKIP leaves jobs out.
+  fp8)  # where FP8's gain goes, queued like `queue`: the image processor alone; on the corpus lengths (mode b, each
+        # engine step timed by batch size) bf16, the published FP8 checkpoint's layout (shape olmocr2_7b_fp8:
+        # compressed-tensors, vision tower bf16) + FP8 KV and vLLM's online FP8 + FP8 KV, all with the vision
+        # encoder compiled (the preset's default on a GPU), then bf16 with it eager (session7's engine); FP8 with
+        # weight-only Marlin kernels; FP8 + FP8 KV at max_num_seqs 1024 on 2048 pages (>= 2 x max_num_seqs).
+        # KPROF=PAGES,TOKENS,DELAY,STEPS adds vLLM's profiler over one such pass (session7 profiled decode with
+        # 512,600,400,100; a prefill window, 512,600,20,60, took ~2 min to stop). QUEUE_SKIP leaves jobs out.
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
-    varied="--pages 1024 $LENGTHS --modes b --repeats 1 --step-times --kernel-profile ${KPROF:-512,600,20,60}"
+    varied="--pages 1024 $LENGTHS --modes b --repeats 1 --step-times ${KPROF:+--kernel-profile $KPROF}"
     queued preprocess 30 60 preprocess $(shape qwen2_5_vl_7b) --pages 32
-    queued olmocr2_7b_fp8_kvfp8 330 460 engine $(shape olmocr2_7b_fp8) $varied --kv-cache-dtype fp8
-    queued olmocr2_bf16 340 470 engine $(shape qwen2_5_vl_7b) $varied
-    queued olmocr2_fp8_kvfp8 330 460 engine $(shape qwen2_5_vl_7b) $varied --quantization fp8 --kv-cache-dtype fp8
+    queued olmocr2_bf16 380 480 engine $(shape qwen2_5_vl_7b) $varied
+    queued olmocr2_7b_fp8_kvfp8 360 470 engine $(shape olmocr2_7b_fp8) $varied --kv-cache-dtype fp8
+    queued olmocr2_fp8_kvfp8 360 470 engine $(shape qwen2_5_vl_7b) $varied --quantization fp8 --kv-cache-dtype fp8
+    queued olmocr2_bf16_eager_vit 340 470 engine $(shape qwen2_5_vl_7b) $varied --compile-encoder off
     VLLM_TEST_FORCE_FP8_MARLIN=1 queued olmocr2_fp8marlin_kvfp8 300 380 engine $(shape qwen2_5_vl_7b) $varied \
       --quantization fp8 --kv-cache-dtype fp8
     queued olmocr2_fp8_kvfp8_seqs1024 400 480 engine $(shape qwen2_5_vl_7b) --pages 2048 $LENGTHS --modes b \

@@ -243,3 +243,22 @@ def test_online_fp8_is_an_engine_option_that_reaches_vllm():
     assert "quantization" not in VllmEngine(OLMOCR2_FP8).engine_args()  # the checkpoint says so itself
     with pytest.raises(ConfigError, match="quantization"):
         VllmOptions(quantization="int3")
+
+
+def test_vision_encoder_compiles_on_gpus_for_presets_whose_encoder_vllm_compiles(monkeypatch):
+    from chandra_ocr.ocr import vllm_engine
+    from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+
+    def compiles(preset, **options):
+        args = VllmEngine(preset, VllmOptions(**options)).engine_args()
+        return args.get("compilation_config", {}).get("compile_mm_encoder", False)
+
+    assert not compiles(OLMOCR2)  # this machine has no GPU: the default stays eager
+    assert compiles(OLMOCR2, compile_encoder=True)
+    # a GPU cannot exist here, so the test says it has one (an H200's free/total bytes)
+    monkeypatch.setattr(vllm_engine, "detect_gpu_memory", lambda: (130 * GIB, 140 * GIB))
+    assert compiles(OLMOCR2) and compiles(OLMOCR2_FP8)
+    assert not compiles(LIGHTONOCR2) and not compiles(OLMOCR2, enforce_eager=True)
+    assert not compiles(OLMOCR2, compile_encoder=False)
+    merged = VllmEngine(OLMOCR2, VllmOptions(engine_args={"compilation_config": {"mode": 3}})).engine_args()
+    assert merged["compilation_config"] == {"mode": 3}  # the user's own engine args win

@@ -68,6 +68,9 @@ class Preset:
     # how the checkpoint stores its decoder weights, for sizing: None (dims' dtype) or "fp8" for a
     # pre-quantized checkpoint (vLLM reads the method from its config; engines pass nothing)
     quantization: str | None = None
+    # vLLM can torch.compile this model's vision encoder (CompilationConfig.compile_mm_encoder: fused
+    # norms, rotary and activations instead of eager kernels); the vllm engine turns it on for GPUs
+    encoder_compiles: bool = False
 
 
 def user_image_message(image: Image.Image, *, prompt: str | None = None) -> list[dict[str, Any]]:
@@ -207,6 +210,7 @@ OLMOCR2 = Preset(
     },
     licence="Apache-2.0",
     dims=QWEN2_5_VL_7B,
+    encoder_compiles=True,  # vLLM compiles the Qwen2.5-VL vision tower (qwen2_5_vl.py)
     expected_output_tokens=1_000,
     prompt_text_tokens=130,  # the prompt (~110 tokens) + chat template
 )

@@ -59,6 +59,9 @@ class VllmOptions:
     quantization: str | None = None
     max_attempts: int | None = None  # None: one attempt per temperature of the preset
     enforce_eager: bool = False  # no CUDA graphs / torch.compile: faster start, slower decode
+    # torch.compile the vision encoder too (vLLM's compile_mm_encoder); None: on a GPU, unless
+    # enforce_eager, for presets whose encoder vLLM can compile (Preset.encoder_compiles)
+    compile_encoder: bool | None = None
     tensor_parallel_size: int = 1
     in_flight_pages: int | None = None  # requests held inside vLLM; None: 1.25 × max_num_seqs
     repetition_detection: Mapping[str, int] | None = field(
@@ -125,8 +128,12 @@ class VllmEngine(VlmEngine):
         and ``paging`` as overrides; otherwise ``paging`` is used as given.
         """
         opts = self.options
+        gpu = detect_gpu_memory()
         args: dict[str, Any] = dict(self.preset.engine_args)
-        args.update(self._paging())
+        args.update(self._paging(gpu))
+        if self._compiles_encoder(on_gpu=gpu is not None):
+            compilation = dict(args.get("compilation_config") or {})
+            args["compilation_config"] = compilation | {"compile_mm_encoder": True}
         if opts.kv_cache_bytes is not None:
             args["kv_cache_memory_bytes"] = opts.kv_cache_bytes
         if opts.enforce_eager:
@@ -138,12 +145,27 @@ class VllmEngine(VlmEngine):
         args.update(opts.engine_args)
         return args
 
-    def _paging(self) -> dict[str, Any]:
+    def _compiles_encoder(self, *, on_gpu: bool) -> bool:
+        wanted = self.options.compile_encoder
+        if wanted is None:
+            wanted = self.preset.encoder_compiles and on_gpu and not self.options.enforce_eager
+        if not wanted:
+            return False
+        from vllm.config import CompilationConfig
+
+        if "compile_mm_encoder" in {f.name for f in dataclasses.fields(CompilationConfig)}:
+            return True
+        if self.options.compile_encoder:
+            raise ConfigError(
+                "this vLLM cannot compile the vision encoder; upgrade vLLM or set compile_encoder=False"
+            )
+        return False
+
+    def _paging(self, gpu: tuple[int, int] | None) -> dict[str, Any]:
         opts = self.options
         overrides = dict(opts.paging)
         if opts.gpu_memory_utilization is not None:
             overrides["gpu_memory_utilization"] = opts.gpu_memory_utilization
-        gpu = detect_gpu_memory()
         if gpu is None or self.preset.dims is None:
             if opts.kv_cache_dtype != "auto":
                 overrides["kv_cache_dtype"] = opts.kv_cache_dtype
