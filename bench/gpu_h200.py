@@ -254,6 +254,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     record: dict[str, Any] = {"job": "engine", "shape": args.shape, "engine_load_s": time.perf_counter() - t0}
     record |= {"paging_overrides": args.paging, "quantization": args.quantization}
     record["kv_cache_dtype"] = args.kv_cache_dtype
+    record["compile_encoder"] = args.compile_encoder
     record["output_lengths"] = gs.length_summary(lengths) | {
         "source": str(args.lengths) if args.lengths else f"fixed {args.output_tokens}",
         "cap": engine.preset.sampling.max_tokens,

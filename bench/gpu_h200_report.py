@@ -158,11 +158,13 @@ VARIED_TARGETS = {
 
 
 def preset_key(job: dict[str, Any], tag: str | None = None) -> str:
-    """A varied-lengths preset: the shape, its weight quantization, a non-default KV cache dtype and any
-    sizer overrides (``_max_num_seqs1024``); ``tag`` (a machine session) is appended as ``@tag``."""
+    """A varied-lengths preset: the shape, its weight quantization, a non-default KV cache dtype, an image
+    encoder kept eager where it would compile (``_eagervit``; records before session9 have no such field)
+    and any sizer overrides (``_max_num_seqs1024``); ``tag`` (a machine session) is appended as ``@tag``."""
     key = job["shape"] + (f"_{job['quantization']}" if job.get("quantization") else "")
     kv = job.get("kv_cache_dtype", "auto")
     key += f"_kv{kv}" if kv != "auto" else ""
+    key += "_eagervit" if job.get("compile_encoder") == "off" else ""
     key += "".join(f"_{k}{v}" for k, v in sorted((job.get("paging_overrides") or {}).items()))
     return key + (f"@{tag}" if tag else "")
 

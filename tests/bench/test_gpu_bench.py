@@ -157,3 +157,19 @@ def test_kernel_summary_reads_the_profilers_table_in_its_units():
     assert [k["self_cuda_ms"] for k in summary["top_kernels"]] == [1898.0, 435.4, 150.2, 0.0]
     assert [k["calls"] for k in summary["top_kernels"]] == [90, 8400, 10, 2800]
     assert summary["gpu_ms_per_step"] == 20.48  # both step ranges over the window's 100 steps
+
+
+def test_preset_keys_keep_an_eager_encoder_apart_and_fp8_pairs_with_bf16_of_its_session():
+    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
+    bf16 = {"shape": "qwen2_5_vl_7b", "kv_cache_dtype": "auto", "compile_encoder": "auto"}
+    eager = bf16 | {"compile_encoder": "off"}
+    fp8 = bf16 | {"quantization": "fp8", "kv_cache_dtype": "fp8"}
+    old = {"shape": "qwen2_5_vl_7b", "paging_overrides": {"max_num_seqs": 1024}}  # before the field existed
+    keys = [report.preset_key(j, "s9") for j in (bf16, eager, fp8, old)]
+    assert keys == [
+        "qwen2_5_vl_7b@s9",
+        "qwen2_5_vl_7b_eagervit@s9",
+        "qwen2_5_vl_7b_fp8_kvfp8@s9",
+        "qwen2_5_vl_7b_max_num_seqs1024@s9",
+    ]
+    assert report.bf16_of(keys[2]) == keys[0]
