@@ -260,5 +260,10 @@ def test_vision_encoder_compiles_on_gpus_for_presets_whose_encoder_vllm_compiles
     assert compiles(OLMOCR2) and compiles(OLMOCR2_FP8)
     assert not compiles(LIGHTONOCR2) and not compiles(OLMOCR2, enforce_eager=True)
     assert not compiles(OLMOCR2, compile_encoder=False)
-    merged = VllmEngine(OLMOCR2, VllmOptions(engine_args={"compilation_config": {"mode": 3}})).engine_args()
-    assert merged["compilation_config"] == {"mode": 3}  # the user's own engine args win
+
+    def compilation(**config):
+        options = VllmOptions(engine_args={"compilation_config": config})
+        return VllmEngine(OLMOCR2, options).engine_args()["compilation_config"]
+
+    assert compilation(mode=3) == {"compile_mm_encoder": True, "mode": 3}  # merged with the user's
+    assert compilation(compile_mm_encoder=False) == {"compile_mm_encoder": False}  # which win

@@ -121,7 +121,8 @@ class VllmEngine(VlmEngine):
         self._record_capacity(args)
 
     def engine_args(self) -> dict[str, Any]:
-        """Keyword arguments for ``vllm.LLM``: the preset's, then the paging plan, then these options'.
+        """Keyword arguments for ``vllm.LLM``: the preset's, then the paging plan, then these options'
+        (``compile_encoder`` as a default under any ``compilation_config`` of the preset or options).
 
         On CUDA with a preset that has model dimensions, paging comes from the sizer
         (`plan_for_preset`) fed with the GPU's free/total memory, the preset's own paging values
@@ -131,9 +132,6 @@ class VllmEngine(VlmEngine):
         gpu = detect_gpu_memory()
         args: dict[str, Any] = dict(self.preset.engine_args)
         args.update(self._paging(gpu))
-        if self._compiles_encoder(on_gpu=gpu is not None):
-            compilation = dict(args.get("compilation_config") or {})
-            args["compilation_config"] = compilation | {"compile_mm_encoder": True}
         if opts.kv_cache_bytes is not None:
             args["kv_cache_memory_bytes"] = opts.kv_cache_bytes
         if opts.enforce_eager:
@@ -143,6 +141,9 @@ class VllmEngine(VlmEngine):
         if opts.quantization is not None:
             args["quantization"] = opts.quantization
         args.update(opts.engine_args)
+        if self._compiles_encoder(on_gpu=gpu is not None):  # under any compilation_config given
+            given = dict(args.get("compilation_config") or {})
+            args["compilation_config"] = {"compile_mm_encoder": True} | given
         return args
 
     def _compiles_encoder(self, *, on_gpu: bool) -> bool:
