@@ -550,8 +550,13 @@ def paging_override(text: str) -> tuple[str, int]:
 def main() -> None:
     args = parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    jobs = {"engine": run_engine, "multi": run_multi, "worker": run_worker, "serve": run_serve}
-    jobs["preprocess"] = run_preprocess
+    jobs = {
+        "engine": run_engine,
+        "multi": run_multi,
+        "worker": run_worker,
+        "serve": run_serve,
+        "preprocess": run_preprocess,
+    }
     record = jobs[args.job](args)
     record |= {"argv": sys.argv[1:], "output_tokens_per_page": args.output_tokens}
     save(record, args.out)
