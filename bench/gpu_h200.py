@@ -92,6 +92,14 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
             self.steps.add(self._llm.llm_engine.get_num_unfinished_requests(), time.perf_counter() - t0)
             return outputs
 
+        def _submit(self, track, pending, rendered=None):
+            if self.steps is None:
+                return super()._submit(track, pending, rendered)
+            t0 = time.perf_counter()
+            failure = super()._submit(track, pending, rendered)
+            self.steps.submitted(time.perf_counter() - t0)
+            return failure
+
         def sampling_params(self, request, temperature, seed):
             params = super().sampling_params(request, temperature, seed)
             if lengths is not None:
@@ -111,6 +119,7 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
         quantization=args.quantization,
         kv_cache_dtype=args.kv_cache_dtype,
         compile_encoder={"auto": None, "on": True, "off": False}[args.compile_encoder],
+        render_threads=args.render_threads,
         engine_args=profiler_args(args),
     )
     return BenchEngine(preset, options)
@@ -118,7 +127,8 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
 
 class StepTimes:
     """Wall time of each ``llm_engine.step()`` of a mode (one engine-core step's outputs each) by the
-    number of unfinished requests then: how a step's cost falls with the batch through a run's tail."""
+    number of unfinished requests then: how a step's cost falls with the batch through a run's tail;
+    and the engine loop's time enqueueing pages (with ``render_threads`` 0 it renders them too)."""
 
     BUCKETS = (1, 8, 32, 128, 256, 384, 512, 640)
 
@@ -127,6 +137,12 @@ class StepTimes:
         self.by_bucket: dict[int, list[float]] = {b: [0, 0.0] for b in self.BUCKETS}
         self.timeline: list[tuple[float, int, int]] = []  # (s since start, unfinished, steps) every 2 s
         self.steps = 0
+        self.submits = 0
+        self.submit_s = 0.0
+
+    def submitted(self, seconds: float) -> None:
+        self.submits += 1
+        self.submit_s += seconds
 
     def add(self, unfinished: int, seconds: float) -> None:
         bucket = max([b for b in self.BUCKETS if b <= unfinished] or [1])
@@ -144,7 +160,10 @@ class StepTimes:
             for b, (n, s) in self.by_bucket.items()
             if n
         }
-        return {"steps": self.steps, "by_unfinished": buckets, "timeline": self.timeline}
+        submits = {"n": self.submits, "s": round(self.submit_s, 2)}
+        if self.submits:
+            submits["ms_each"] = round(1000 * self.submit_s / self.submits, 2)
+        return {"steps": self.steps, "by_unfinished": buckets, "submits": submits, "timeline": self.timeline}
 
 
 def profiler_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -255,6 +274,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     record |= {"paging_overrides": args.paging, "quantization": args.quantization}
     record["kv_cache_dtype"] = args.kv_cache_dtype
     record["compile_encoder"] = args.compile_encoder
+    record["render_threads"] = args.render_threads
     record["output_lengths"] = gs.length_summary(lengths) | {
         "source": str(args.lengths) if args.lengths else f"fixed {args.output_tokens}",
         "cap": engine.preset.sampling.max_tokens,
@@ -491,6 +511,8 @@ def save(record: dict[str, Any], out: Path) -> None:
 
 
 def parse_args() -> argparse.Namespace:
+    from chandra_ocr.ocr.vllm_engine import VllmOptions
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("job", choices=("engine", "multi", "worker", "serve", "preprocess"))
     p.add_argument("--shape", required=True, choices=sorted(PRESET_OF_SHAPE))
@@ -506,6 +528,12 @@ def parse_args() -> argparse.Namespace:
         choices=("auto", "on", "off"),
         default="auto",
         help="VllmOptions.compile_encoder (auto: the preset's default on a GPU)",
+    )
+    p.add_argument(
+        "--render-threads",
+        type=int,
+        default=VllmOptions().render_threads,
+        help="VllmOptions.render_threads (0: vLLM renders each page on the engine loop, like LLM.chat)",
     )
     p.add_argument("--profile-pages", type=int, default=0, help="time and profile this many pages first")
     p.add_argument("--split-pages", type=int, default=0, help="time this many pages at 1 output token first")

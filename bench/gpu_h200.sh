@@ -116,11 +116,12 @@ case $PHASE in
     queued serve1_fixed 300 420 serve $(shape qwen2_5_vl_7b) --dp 1 --pages 1024 --output-tokens 1000
     echo done >"$OUTDIR/DONE" ;;
   fp8)  # where FP8's gain goes, queued like `queue`: the image processor alone; on the corpus lengths (mode b, each
-        # engine step timed by batch size) bf16, vLLM's online FP8 + FP8 KV (vision tower FP8 too),
-        # all with the vision encoder compiled (the preset's default on a GPU); FP8 + FP8 KV at max_num_seqs
-        # 1024 on the same pages (its KV cache holds ~1,600 such pages, bf16's ~750); bf16 with the encoder
-        # eager (session7's engine); last the published FP8 checkpoint's layout (shape olmocr2_7b_fp8:
-        # compressed-tensors, vision tower bf16) + FP8 KV.
+        # engine step timed by batch size) bf16 and vLLM's online FP8 + FP8 KV (vision tower FP8 too), the
+        # vision encoder compiled and pages rendered ahead of the engine loop (both the defaults on a GPU);
+        # both again with pages rendered on the loop (--render-threads 0: session9's engine); last the
+        # published FP8 checkpoint's layout (shape olmocr2_7b_fp8: compressed-tensors, vision tower bf16)
+        # + FP8 KV. Session9 measured the encoder eager (--compile-encoder off), max_num_seqs 1024 and
+        # max_num_batched_tokens 16384 (bench/results/gpu_h200.json).
         # KPROF=PAGES,TOKENS,DELAY,STEPS adds vLLM's profiler over one such pass (session7 profiled decode with
         # 512,600,400,100; a prefill window, 512,600,20,60, took ~2 min to stop). QUEUE_SKIP leaves jobs out.
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
@@ -128,9 +129,9 @@ case $PHASE in
     queued preprocess 30 60 preprocess $(shape qwen2_5_vl_7b) --pages 32
     queued olmocr2_bf16 380 480 engine $(shape qwen2_5_vl_7b) $varied
     queued olmocr2_fp8_kvfp8 360 470 engine $(shape qwen2_5_vl_7b) $varied --quantization fp8 --kv-cache-dtype fp8
-    queued olmocr2_fp8_kvfp8_seqs1024 360 470 engine $(shape qwen2_5_vl_7b) $varied --quantization fp8 \
-      --kv-cache-dtype fp8 --paging max_num_seqs=1024
-    queued olmocr2_bf16_eager_vit 340 470 engine $(shape qwen2_5_vl_7b) $varied --compile-encoder off
+    queued olmocr2_bf16_looprender 380 480 engine $(shape qwen2_5_vl_7b) $varied --render-threads 0
+    queued olmocr2_fp8_kvfp8_looprender 360 470 engine $(shape qwen2_5_vl_7b) $varied --quantization fp8 \
+      --kv-cache-dtype fp8 --render-threads 0
     queued olmocr2_7b_fp8_kvfp8 360 470 engine $(shape olmocr2_7b_fp8) $varied --kv-cache-dtype fp8
     echo done >"$OUTDIR/DONE" ;;
   two)

@@ -159,20 +159,25 @@ VARIED_TARGETS = {
 
 def preset_key(job: dict[str, Any], tag: str | None = None) -> str:
     """A varied-lengths preset: the shape, its weight quantization, a non-default KV cache dtype, an image
-    encoder kept eager where it would compile (``_eagervit``; records before session9 have no such field)
-    and any sizer overrides (``_max_num_seqs1024``); ``tag`` (a machine session) is appended as ``@tag``."""
+    encoder kept eager where it would compile (``_eagervit``; records before session9 have no such field),
+    pages rendered on the engine loop (``_looprender``: ``render_threads`` 0; before session10 every record
+    did, without the field) and any sizer overrides (``_max_num_seqs1024``); ``tag`` (a machine session)
+    is appended as ``@tag``."""
     key = job["shape"] + (f"_{job['quantization']}" if job.get("quantization") else "")
     kv = job.get("kv_cache_dtype", "auto")
     key += f"_kv{kv}" if kv != "auto" else ""
     key += "_eagervit" if job.get("compile_encoder") == "off" else ""
+    key += "_looprender" if job.get("render_threads") == 0 else ""
     key += "".join(f"_{k}{v}" for k, v in sorted((job.get("paging_overrides") or {}).items()))
     return key + (f"@{tag}" if tag else "")
 
 
 def bf16_of(key: str) -> str:
-    """The bf16 preset an FP8 preset is compared with: the same shape and the same session tag."""
-    _, at, tag = key.partition("@")
-    return "qwen2_5_vl_7b" + (at + tag if at else "")
+    """The bf16 preset an FP8 preset is compared with: the same shape, the same way of rendering pages
+    and the same session tag."""
+    name, at, tag = key.partition("@")
+    loop = "_looprender" if "_looprender" in name else ""
+    return "qwen2_5_vl_7b" + loop + (at + tag if at else "")
 
 
 def profiler_ms(cell: str) -> float:

@@ -135,6 +135,10 @@ def test_step_times_bucket_steps_by_the_requests_still_unfinished():
         ">=640": {"steps": 1, "ms_per_step": 40.0},
     }
     assert summary["timeline"][0][1:] == (640, 1)
+    assert summary["submits"] == {"n": 0, "s": 0.0}
+    for seconds in (0.050, 0.010):
+        steps.submitted(seconds)
+    assert steps.summary()["submits"] == {"n": 2, "s": 0.06, "ms_each": 30.0}
 
 
 def test_kernel_summary_reads_the_profilers_table_in_its_units():
@@ -159,7 +163,7 @@ def test_kernel_summary_reads_the_profilers_table_in_its_units():
     assert summary["gpu_ms_per_step"] == 20.48  # both step ranges over the window's 100 steps
 
 
-def test_preset_keys_keep_an_eager_encoder_apart_and_fp8_pairs_with_bf16_of_its_session():
+def test_preset_keys_keep_an_eager_encoder_and_loop_rendering_apart_and_fp8_pairs_with_its_bf16():
     report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
     bf16 = {"shape": "qwen2_5_vl_7b", "kv_cache_dtype": "auto", "compile_encoder": "auto"}
     eager = bf16 | {"compile_encoder": "off"}
@@ -173,3 +177,7 @@ def test_preset_keys_keep_an_eager_encoder_apart_and_fp8_pairs_with_bf16_of_its_
         "qwen2_5_vl_7b_max_num_seqs1024@s9",
     ]
     assert report.bf16_of(keys[2]) == keys[0]
+    loop_bf16, loop_fp8 = (report.preset_key(j | {"render_threads": 0}, "s10") for j in (bf16, fp8))
+    assert (loop_bf16, loop_fp8) == ("qwen2_5_vl_7b_looprender@s10", "qwen2_5_vl_7b_fp8_kvfp8_looprender@s10")
+    assert report.bf16_of(loop_fp8) == loop_bf16
+    assert report.preset_key(bf16 | {"render_threads": 4}, "s10") == "qwen2_5_vl_7b@s10"

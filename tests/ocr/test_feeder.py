@@ -62,3 +62,51 @@ def test_close_stops_pulling_and_closes_the_generator():
         feed.get(block=False)
         time.sleep(0.15)
     assert closed.wait(5)
+
+
+def test_several_threads_prepare_items_at_once_and_each_arrives_once():
+    together = threading.Barrier(3, timeout=10)  # broken (and raised here) unless 3 prepare at once
+
+    def prepare(n):
+        if n < 3:
+            together.wait()
+        return (n, threading.current_thread().name)
+
+    feed = Feeder(iter(range(20)), size=4, prepare=prepare, threads=3)
+    got = []
+    while (item := feed.get(block=True)) is not None:
+        got.append(item)
+    assert sorted(n for n, _ in got) == list(range(20))
+    assert {name for _, name in got} <= {"page-feed-0", "page-feed-1", "page-feed-2"}
+
+
+def test_with_several_threads_an_error_is_raised_and_close_closes_the_generator():
+    closed = threading.Event()
+
+    def broken():
+        try:
+            yield from range(3)
+            raise ValueError("render failed")
+        finally:
+            closed.set()
+
+    feed = Feeder(broken(), size=8, threads=2)
+    with pytest.raises(ValueError, match="render failed"):
+        while feed.get(block=True) is not None:
+            pass
+    assert feed.done and closed.wait(5)
+
+    def endless():
+        try:
+            yield from iter(int, 1)
+        finally:
+            closed.set()
+
+    closed.clear()
+    feed = Feeder(endless(), size=2, threads=3)
+    assert feed.get(block=True) == 0
+    feed.close()
+    for _ in range(3):
+        feed.get(block=False)
+        time.sleep(0.15)
+    assert closed.wait(5)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 
 import pytest
 from vlm_checks import FINISH_REASONS, CountingFeed, attempt_log, fresh
@@ -121,3 +122,34 @@ def test_metrics_report_the_kv_capacity(vllm_engine):
     assert m["kv_cache_tokens"] == m["kv_cache_blocks"] * m["kv_block_size"] > 0
     assert m["max_num_seqs"] > 0 and m["in_flight_pages"] == 6
     assert m["engine_args"]["enforce_eager"] is True
+
+
+def test_feed_threads_render_what_the_loop_would(vllm_engine, rendered_pages):
+    """vLLM's rendering (chat template, image processor) runs on the feed threads, with the same
+    prompts as the engine loop's own ``enqueue_chat``; a page whose rendering fails fails alone."""
+    original, options = vllm_engine.preset, vllm_engine.options
+    threads: set[str] = set()
+
+    def build(image):
+        threads.add(threading.current_thread().name)
+        if image.width == 1:
+            raise ValueError("no such page")
+        return original.build_messages(image)
+
+    pages = fresh(rendered_pages[:4])
+    broken = dataclasses.replace(pages[0], doc_id="broken", image=pages[0].image.resize((1, 1)))
+    vllm_engine.use_preset(dataclasses.replace(original, build_messages=build))
+    try:
+        ahead = {(r.doc_id, r.page_no): r for r in vllm_engine.run([broken, *pages])}
+        vllm_engine.options = dataclasses.replace(options, render_threads=0)
+        on_loop = {(r.doc_id, r.page_no): r for r in vllm_engine.run(fresh(pages))}
+    finally:
+        vllm_engine.use_preset(original)
+        vllm_engine.options = options
+    feed_threads = {name for name in threads if name.startswith("page-feed-")}
+    assert feed_threads and threads - feed_threads == {threading.current_thread().name}  # + retries
+    failed = ahead.pop(("broken", broken.page_no))
+    assert (failed.status, failed.error) == ("failed", "rejected: no such page")
+    assert {k: r.prompt_tokens // r.attempts for k, r in ahead.items()} == {
+        k: r.prompt_tokens // r.attempts for k, r in on_loop.items()
+    }

