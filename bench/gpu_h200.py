@@ -97,8 +97,16 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
                 return super()._submit(track, pending, rendered)
             t0 = time.perf_counter()
             failure = super()._submit(track, pending, rendered)
-            self.steps.submitted(time.perf_counter() - t0)
+            self.steps.loop_work("submit", time.perf_counter() - t0)
             return failure
+
+        def _settle(self, track, output, pending):
+            if self.steps is None:
+                return super()._settle(track, output, pending)
+            t0 = time.perf_counter()
+            result = super()._settle(track, output, pending)
+            self.steps.loop_work("settle", time.perf_counter() - t0)
+            return result
 
         def sampling_params(self, request, temperature, seed):
             params = super().sampling_params(request, temperature, seed)
@@ -128,7 +136,8 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
 class StepTimes:
     """Wall time of each ``llm_engine.step()`` of a mode (one engine-core step's outputs each) by the
     number of unfinished requests then: how a step's cost falls with the batch through a run's tail;
-    and the engine loop's time enqueueing pages (with ``render_threads`` 0 it renders them too)."""
+    and the engine loop's other work: enqueueing pages (with ``render_threads`` 0 it renders them too)
+    and judging finished ones."""
 
     BUCKETS = (1, 8, 32, 128, 256, 384, 512, 640)
 
@@ -137,12 +146,11 @@ class StepTimes:
         self.by_bucket: dict[int, list[float]] = {b: [0, 0.0] for b in self.BUCKETS}
         self.timeline: list[tuple[float, int, int]] = []  # (s since start, unfinished, steps) every 2 s
         self.steps = 0
-        self.submits = 0
-        self.submit_s = 0.0
+        self.loop: dict[str, list[float]] = {"submit": [0, 0.0], "settle": [0, 0.0]}
 
-    def submitted(self, seconds: float) -> None:
-        self.submits += 1
-        self.submit_s += seconds
+    def loop_work(self, kind: str, seconds: float) -> None:
+        self.loop[kind][0] += 1
+        self.loop[kind][1] += seconds
 
     def add(self, unfinished: int, seconds: float) -> None:
         bucket = max([b for b in self.BUCKETS if b <= unfinished] or [1])
@@ -160,10 +168,11 @@ class StepTimes:
             for b, (n, s) in self.by_bucket.items()
             if n
         }
-        submits = {"n": self.submits, "s": round(self.submit_s, 2)}
-        if self.submits:
-            submits["ms_each"] = round(1000 * self.submit_s / self.submits, 2)
-        return {"steps": self.steps, "by_unfinished": buckets, "submits": submits, "timeline": self.timeline}
+        loop = {
+            kind: {"n": n, "s": round(s, 2)} | ({"ms_each": round(1000 * s / n, 2)} if n else {})
+            for kind, (n, s) in self.loop.items()
+        }
+        return {"steps": self.steps, "by_unfinished": buckets, "loop": loop, "timeline": self.timeline}
 
 
 def profiler_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -135,10 +135,13 @@ def test_step_times_bucket_steps_by_the_requests_still_unfinished():
         ">=640": {"steps": 1, "ms_per_step": 40.0},
     }
     assert summary["timeline"][0][1:] == (640, 1)
-    assert summary["submits"] == {"n": 0, "s": 0.0}
+    assert summary["loop"] == {"submit": {"n": 0, "s": 0.0}, "settle": {"n": 0, "s": 0.0}}
     for seconds in (0.050, 0.010):
-        steps.submitted(seconds)
-    assert steps.summary()["submits"] == {"n": 2, "s": 0.06, "ms_each": 30.0}
+        steps.loop_work("submit", seconds)
+    steps.loop_work("settle", 0.002)
+    loop = steps.summary()["loop"]
+    assert loop["submit"] == {"n": 2, "s": 0.06, "ms_each": 30.0}
+    assert loop["settle"] == {"n": 1, "s": 0.0, "ms_each": 2.0}
 
 
 def test_kernel_summary_reads_the_profilers_table_in_its_units():
