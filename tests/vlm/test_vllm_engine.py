@@ -124,23 +124,28 @@ def test_metrics_report_the_kv_capacity(vllm_engine):
     assert m["engine_args"]["enforce_eager"] is True
 
 
-def test_feed_threads_render_what_the_loop_would(vllm_engine, rendered_pages):
+def test_feed_threads_render_what_the_loop_would(vllm_engine, rendered_pages, caplog):
     """vLLM's rendering (chat template, image processor) runs on the feed threads, with the same
-    prompts as the engine loop's own ``enqueue_chat``; a page whose rendering fails fails alone."""
+    prompts as the engine loop's own ``enqueue_chat``; a page vLLM would reject fails alone, and one
+    whose rendering fails otherwise on a feed thread is rendered again on the loop."""
     original, options = vllm_engine.preset, vllm_engine.options
     threads: set[str] = set()
 
     def build(image):
+        on_feed = threading.current_thread().name.startswith("page-feed-")
         threads.add(threading.current_thread().name)
         if image.width == 1:
             raise ValueError("no such page")
+        if image.width == 2 and on_feed:
+            raise RuntimeError("Already borrowed")
         return original.build_messages(image)
 
     pages = fresh(rendered_pages[:4])
     broken = dataclasses.replace(pages[0], doc_id="broken", image=pages[0].image.resize((1, 1)))
+    flaky = dataclasses.replace(pages[0], doc_id="flaky", image=pages[0].image.resize((2, 2)))
     vllm_engine.use_preset(dataclasses.replace(original, build_messages=build))
     try:
-        ahead = {(r.doc_id, r.page_no): r for r in vllm_engine.run([broken, *pages])}
+        ahead = {(r.doc_id, r.page_no): r for r in vllm_engine.run([broken, flaky, *pages])}
         vllm_engine.options = dataclasses.replace(options, render_threads=0)
         on_loop = {(r.doc_id, r.page_no): r for r in vllm_engine.run(fresh(pages))}
     finally:
@@ -150,6 +155,8 @@ def test_feed_threads_render_what_the_loop_would(vllm_engine, rendered_pages):
     assert feed_threads and threads - feed_threads == {threading.current_thread().name}  # + retries
     failed = ahead.pop(("broken", broken.page_no))
     assert (failed.status, failed.error) == ("failed", "rejected: no such page")
+    again = ahead.pop(("flaky", flaky.page_no))
+    assert again.prompt_tokens > 0 and "rendering it on the loop" in caplog.text
     assert {k: r.prompt_tokens // r.attempts for k, r in ahead.items()} == {
         k: r.prompt_tokens // r.attempts for k, r in on_loop.items()
     }

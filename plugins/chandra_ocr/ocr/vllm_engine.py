@@ -306,6 +306,14 @@ class VllmEngine(VlmEngine):
         params = self.sampling_params(req, track.temperature, track.seed(self.options.seed))
         try:
             if self._render_threads:
+                if rendered is not None and _unexpected(rendered.error, self._request_errors()):
+                    log.warning(
+                        "rendering page %s/%d on a feeder thread failed (%s); rendering it on the loop",
+                        req.doc_id,
+                        req.page_no,
+                        rendered.error,
+                    )
+                    rendered = None
                 rendered = rendered or self._render(req)
                 if rendered.error is not None:
                     raise rendered.error
@@ -422,6 +430,11 @@ class _Rendered:
     request: PageRequest
     engine_input: Any = None
     error: Exception | None = None
+
+
+def _unexpected(error: Exception | None, request_errors: tuple[type[BaseException], ...]) -> bool:
+    """An error that is not vLLM rejecting the page (e.g. a tokenizer used by two threads at once)."""
+    return error is not None and not isinstance(error, request_errors)
 
 
 def _external_id(request_id: str) -> str:
