@@ -92,21 +92,19 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
             self.steps.add(self._llm.llm_engine.get_num_unfinished_requests(), time.perf_counter() - t0)
             return outputs
 
-        def _submit(self, track, pending, rendered=None):
+        def _timed(self, kind, call, *args):
             if self.steps is None:
-                return super()._submit(track, pending, rendered)
+                return call(*args)
             t0 = time.perf_counter()
-            failure = super()._submit(track, pending, rendered)
-            self.steps.loop_work("submit", time.perf_counter() - t0)
-            return failure
+            out = call(*args)
+            self.steps.loop_work(kind, time.perf_counter() - t0)
+            return out
+
+        def _submit(self, track, pending, rendered=None):
+            return self._timed("submit", super()._submit, track, pending, rendered)
 
         def _settle(self, track, output, pending):
-            if self.steps is None:
-                return super()._settle(track, output, pending)
-            t0 = time.perf_counter()
-            result = super()._settle(track, output, pending)
-            self.steps.loop_work("settle", time.perf_counter() - t0)
-            return result
+            return self._timed("settle", super()._settle, track, output, pending)
 
         def sampling_params(self, request, temperature, seed):
             params = super().sampling_params(request, temperature, seed)
