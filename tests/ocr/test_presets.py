@@ -270,16 +270,17 @@ def test_vision_encoder_compiles_on_gpus_for_presets_whose_encoder_vllm_compiles
     assert compilation(compile_mm_encoder=False) == {"compile_mm_encoder": False}  # which win
 
 
-def test_parallel_rendering_turns_the_processor_cache_off_and_refuses_it_on():
+def test_rendering_on_threads_turns_the_processor_cache_off_and_refuses_it_on():
     from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
 
     def cache(**options):
         return VllmEngine(OLMOCR2, VllmOptions(**options)).engine_args().get("mm_processor_cache_gb")
 
-    assert cache() == 0  # vLLM's default (4 GiB) is not thread-safe
-    assert cache(render_threads=1) is None and cache(render_threads=0) is None  # vLLM's own choice
-    assert cache(render_threads=1, engine_args={"mm_processor_cache_gb": 2}) == 2
-    with pytest.raises(ConfigError, match="mm_processor_cache_gb"):
-        cache(engine_args={"mm_processor_cache_gb": 2})
+    assert cache() == 0 and cache(render_threads=1) == 0  # vLLM's default (4 GiB) is not thread-safe
+    assert cache(render_threads=0) is None  # rendering on the loop alone: vLLM's own choice
+    assert cache(render_threads=0, engine_args={"mm_processor_cache_gb": 2}) == 2
+    for threads in (1, 4):
+        with pytest.raises(ConfigError, match="mm_processor_cache_gb"):
+            cache(render_threads=threads, engine_args={"mm_processor_cache_gb": 2})
     with pytest.raises(ConfigError, match="render_threads"):
         VllmOptions(render_threads=-1)

@@ -68,7 +68,7 @@ class VllmOptions:
     compile_encoder: bool | None = None
     tensor_parallel_size: int = 1
     # threads that turn pages into vLLM inputs ahead of the engine loop (the image processor mostly
-    # releases the GIL); 0: the loop does it as it enqueues, like LLM.chat. Above 1 needs vLLM's
+    # releases the GIL); 0: the loop does it as it enqueues, like LLM.chat. Threads need vLLM's
     # multimodal processor cache off (not thread-safe; pages never repeat anyway): set by default.
     render_threads: int = 4
     in_flight_pages: int | None = None  # requests held inside vLLM; None: 1.25 × max_num_seqs
@@ -160,11 +160,11 @@ class VllmEngine(VlmEngine):
         if opts.quantization is not None:
             args["quantization"] = opts.quantization
         args.update(opts.engine_args)
-        if opts.render_threads > 1:
+        if opts.render_threads:  # the loop renders retries while feeder threads render new pages
             if args.get("mm_processor_cache_gb", 0):
                 raise ConfigError(
                     "vLLM's multimodal processor cache is not thread-safe: "
-                    "set mm_processor_cache_gb to 0 or render_threads to 0 or 1"
+                    "set mm_processor_cache_gb to 0 or render_threads to 0"
                 )
             args["mm_processor_cache_gb"] = 0
         if self._compiles_encoder(on_gpu=gpu is not None):  # under any compilation_config given
