@@ -1,7 +1,8 @@
 """GPU numbers with dummy-weight model shapes: raw engine vs our engine vs Chandra's client design, server.
 
     # one GPU, in-process, modes interleaved and repeated: (a) LLM.chat on all pages at once, (b) VllmEngine
-    # from PDFs, (c) Chandra 0.2.0's client design (per-file barrier batches), (b0) VllmEngine on images
+    # from PDFs, (c) Chandra 0.2.0's client design (per-file barrier batches), (d) olmOCR's (work items of
+    # ~500 pages, workers admitted by the queue depth, one request per page), (b0) VllmEngine on images
     python3 bench/gpu_h200.py engine --shape qwen2_5_vl_7b --model DIR --source PDFS --pages 1024 \\
         --lengths bench/results/page_lengths.json [--quantization fp8] --out X.json
     # the operator's multi-GPU mode: one VllmEngine per GPU (CUDA_VISIBLE_DEVICES), pages split between them
@@ -313,6 +314,9 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
                     engine, gs.fresh_requests(requests), args.batch, args.c_budget_s
                 ),
                 "b0": lambda: gs.from_images(engine, images),
+                "d": lambda: gs.olmocr_design(
+                    engine, pool, gs.fresh_requests(requests), args.group_pages, cooldown_s=args.cooldown_s
+                ),
             }
             runs: dict[str, list] = {m: [] for m in args.modes}
             for _ in range(args.repeats):
@@ -558,6 +562,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--render-workers", type=int, default=6)
     p.add_argument("--batch", type=int, default=28, help="Chandra's batch size (pages of one file), mode (c)")
+    p.add_argument("--group-pages", type=int, default=500, help="olmOCR's pages per work item, mode (d)")
+    p.add_argument(
+        "--cooldown-s", type=float, default=30.0, help="olmOCR's seconds between worker releases (d)"
+    )
     p.add_argument("--modes", type=lambda s: s.split(","), default=["b", "a", "c"], help="in this order")
     p.add_argument(
         "--paging",

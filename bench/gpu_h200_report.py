@@ -35,13 +35,15 @@ def per_page(mode: dict[str, Any]) -> dict[str, Any]:
 
 def engine_summary(job: dict[str, Any]) -> dict[str, Any]:
     """One shape's modes with the ratios the issue asks for; modes missing from a cut run are left out."""
-    modes = {k: per_page(job[k]) for k in ("a", "b0", "b", "c") if k in job}
+    modes = {k: per_page(job[k]) for k in ("a", "b0", "b", "c", "d") if k in job}
     out: dict[str, Any] = {"engine_load_s": round(job["engine_load_s"], 1), "modes": modes}
     rate = {k: m["pages_per_s"] for k, m in modes.items()}
     if "a" in rate and "b" in rate:
         out["b_over_a"] = round(rate["b"] / rate["a"], 3)
     if "b" in rate and "c" in rate:
         out["b_over_c"] = round(rate["b"] / rate["c"], 3)
+    if "b" in rate and "d" in rate:
+        out["b_over_d"] = round(rate["b"] / rate["d"], 3)
     if "a" in rate and "b0" in rate:
         out["b0_over_a"] = round(rate["b0"] / rate["a"], 3)
     sweep = {int(k): v["pages_per_s"] for k, v in job.get("sweep", {}).items()}

