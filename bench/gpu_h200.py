@@ -127,7 +127,7 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
         kv_cache_dtype=args.kv_cache_dtype,
         compile_encoder={"auto": None, "on": True, "off": False}[args.compile_encoder],
         render_threads=args.render_threads,
-        engine_args=profiler_args(args),
+        engine_args=profiler_args(args) | args.engine_arg,
     )
     return BenchEngine(preset, options)
 
@@ -283,6 +283,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     record["kv_cache_dtype"] = args.kv_cache_dtype
     record["compile_encoder"] = args.compile_encoder
     record["render_threads"] = args.render_threads
+    record["engine_args_given"] = args.engine_arg
     record["output_lengths"] = gs.length_summary(lengths) | {
         "source": str(args.lengths) if args.lengths else f"fixed {args.output_tokens}",
         "cap": engine.preset.sampling.max_tokens,
@@ -574,6 +575,14 @@ def parse_args() -> argparse.Namespace:
         default=[],
         help="KEY=INT sizer override (max_num_seqs, max_num_batched_tokens), repeatable",
     )
+    p.add_argument(
+        "--engine-arg",
+        type=engine_arg,
+        action="append",
+        default=[],
+        help="KEY=VALUE more vllm.LLM arguments (VllmOptions.engine_args; VALUE as JSON, else a string), "
+        "e.g. attention_backend=TRITON_ATTN; repeatable",
+    )
     p.add_argument("--gpus", default="0,1")
     p.add_argument("--dp", type=int, default=1, help="vllm serve --data-parallel-size")
     p.add_argument("--port", type=int, default=8011)
@@ -582,12 +591,21 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--go", default="")
     args = p.parse_args()
     args.paging = dict(args.paging)
+    args.engine_arg = dict(args.engine_arg)
     return args
 
 
 def paging_override(text: str) -> tuple[str, int]:
     key, _, value = text.partition("=")
     return key, int(value)
+
+
+def engine_arg(text: str) -> tuple[str, Any]:
+    key, _, value = text.partition("=")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 def main() -> None:

@@ -163,7 +163,8 @@ def preset_key(job: dict[str, Any], tag: str | None = None) -> str:
     """A varied-lengths preset: the shape, its weight quantization, a non-default KV cache dtype, an image
     encoder kept eager where it would compile (``_eagervit``; records before session9 have no such field),
     pages rendered on the engine loop (``_looprender``: ``render_threads`` 0; before session10 every record
-    did, without the field) and any sizer overrides (``_max_num_seqs1024``); ``tag`` (a machine session)
+    did, without the field), any sizer overrides (``_max_num_seqs1024``) and any more engine arguments
+    (an attention backend as its name, ``_triton_attn``; others ``_KEYVALUE``); ``tag`` (a machine session)
     is appended as ``@tag``."""
     key = job["shape"] + (f"_{job['quantization']}" if job.get("quantization") else "")
     kv = job.get("kv_cache_dtype", "auto")
@@ -171,15 +172,28 @@ def preset_key(job: dict[str, Any], tag: str | None = None) -> str:
     key += "_eagervit" if job.get("compile_encoder") == "off" else ""
     key += "_looprender" if job.get("render_threads") == 0 else ""
     key += "".join(f"_{k}{v}" for k, v in sorted((job.get("paging_overrides") or {}).items()))
+    for name, value in sorted((job.get("engine_args_given") or {}).items()):
+        key += f"_{str(value).lower()}" if name == "attention_backend" else f"_{name}{value}"
     return key + (f"@{tag}" if tag else "")
 
 
-def bf16_of(key: str) -> str:
-    """The bf16 preset an FP8 preset is compared with: the same shape, the same way of rendering pages
-    and the same session tag."""
+def bf16_of(key: str, presets: dict[str, Any]) -> str | None:
+    """The bf16 preset an FP8 preset is compared with: of the bf16 Qwen2.5-VL-7B-shape presets with the
+    same way of rendering pages and the same session tag (any attention backend), the fastest in (b)."""
     name, at, tag = key.partition("@")
-    loop = "_looprender" if "_looprender" in name else ""
-    return "qwen2_5_vl_7b" + loop + (at + tag if at else "")
+    loop = "_looprender" in name
+    same = [
+        k
+        for k, entry in presets.items()
+        if k.partition("@")[2] == tag
+        and k.startswith("qwen2_5_vl_7b")
+        and "fp8" not in k
+        and ("_looprender" in k) == loop
+        and "_eagervit" not in k
+        and "_max_num" not in k
+        and entry.get("modes", {}).get("b")
+    ]
+    return max(same, key=lambda k: presets[k]["modes"]["b"]["pages_per_s"], default=None)
 
 
 def profiler_ms(cell: str) -> float:
@@ -259,7 +273,8 @@ def varied_section(
         for ratio in ("b_over_a", "b_over_c"):
             found[f"{key}.{ratio}"] = (entry.get(ratio), VARIED_TARGETS[ratio])
     for key in [k for k in presets if k.startswith(("qwen2_5_vl_7b_fp8", "olmocr2_7b_fp8"))]:
-        b16 = presets.get(bf16_of(key), {}).get("modes", {}).get("b")
+        base = bf16_of(key, presets)
+        b16 = presets[base]["modes"]["b"] if base else None
         b8 = presets[key]["modes"].get("b")
         found[f"{key}.fp8_over_bf16"] = (
             round(b8["pages_per_s"] / b16["pages_per_s"], 3) if b8 and b16 else None,

@@ -179,8 +179,31 @@ def test_preset_keys_keep_an_eager_encoder_and_loop_rendering_apart_and_fp8_pair
         "qwen2_5_vl_7b_fp8_kvfp8@s9",
         "qwen2_5_vl_7b_max_num_seqs1024@s9",
     ]
-    assert report.bf16_of(keys[2]) == keys[0]
+
+    def measured(*rates: tuple[str, float]) -> dict:
+        return {k: {"modes": {"b": {"pages_per_s": r}}} for k, r in rates}
+
+    presets = measured((keys[0], 6.0), (keys[1], 5.0), (keys[2], 7.0), ("qwen2_5_vl_7b@s10", 9.0))
+    assert report.bf16_of(keys[2], presets) == keys[0]  # same lease; the eager encoder is not a baseline
     loop_bf16, loop_fp8 = (report.preset_key(j | {"render_threads": 0}, "s10") for j in (bf16, fp8))
     assert (loop_bf16, loop_fp8) == ("qwen2_5_vl_7b_looprender@s10", "qwen2_5_vl_7b_fp8_kvfp8_looprender@s10")
-    assert report.bf16_of(loop_fp8) == loop_bf16
+    presets |= measured((loop_bf16, 5.5), (loop_fp8, 6.5))
+    assert report.bf16_of(loop_fp8, presets) == loop_bf16
     assert report.preset_key(bf16 | {"render_threads": 4}, "s10") == "qwen2_5_vl_7b@s10"
+
+
+def test_an_attention_backend_names_its_preset_and_fp8_meets_the_fastest_bf16_of_its_lease():
+    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
+    triton = {"engine_args_given": {"attention_backend": "TRITON_ATTN"}}
+    bf16 = {"shape": "qwen2_5_vl_7b", "kv_cache_dtype": "auto"}
+    fp8 = bf16 | {"quantization": "fp8", "kv_cache_dtype": "fp8"}
+    keys = [report.preset_key(j, "s11") for j in (bf16, bf16 | triton, fp8 | triton)]
+    assert keys == [
+        "qwen2_5_vl_7b@s11",
+        "qwen2_5_vl_7b_triton_attn@s11",
+        "qwen2_5_vl_7b_fp8_kvfp8_triton_attn@s11",
+    ]
+    for fastest, rates in ((keys[1], (6.0, 6.2)), (keys[0], (6.3, 6.2))):
+        presets = {k: {"modes": {"b": {"pages_per_s": r}}} for k, r in zip(keys, (*rates, 8.0), strict=True)}
+        assert report.bf16_of(keys[2], presets) == fastest
+    assert report.bf16_of(keys[2], {keys[2]: {"modes": {"b": {"pages_per_s": 8.0}}}}) is None
