@@ -23,7 +23,7 @@
 #          wait for OUTDIR/DONE and copy what is there.
 #   fp8: the same kind of queue for where FP8's gain goes (see the phase)
 #   attn: the same kind of queue for the decoder's attention backend: bf16 and FP8 + FP8 KV under vLLM's default
-#         (FlashAttention 3) and under its Triton backend (see the phase)
+#         (FlashAttention 3) and under its Triton backend, then FP8 with CUDA graphs over the vision encoder
 # MODES=m,m,... picks and orders the modes of any of these phases.
 # Usage (repo root, vLLM importable): bench/gpu_h200.sh PHASE OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
@@ -139,7 +139,8 @@ case $PHASE in
   attn)  # the decoder attention backend, queued like `queue`, on the corpus lengths (mode b, steps timed): session7's
          # profile had FlashAttention 3 over an FP8 KV cache at ~55 % of HBM bandwidth (bf16 ~85 %), 60 % of an FP8
          # decode step. bf16 (default backend), FP8 + FP8 KV on TRITON_ATTN, bf16 on TRITON_ATTN, FP8 + FP8 KV on
-         # the default, FP8 + FP8 KV on TRITON_ATTN again (the repeat lands in other_engines_pages_per_s).
+         # the default, then FP8 + FP8 KV with the vision encoder under CUDA graphs (cudagraph_mm_encoder).
+         # Session11 ran it (its fifth job as a separate command after the fourth: bench/results/gpu_h200.json).
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
     varied="--pages 1024 $LENGTHS --modes b --repeats 1 --step-times"
     fp8="--quantization fp8 --kv-cache-dtype fp8" triton="--engine-arg attention_backend=TRITON_ATTN"
@@ -147,7 +148,8 @@ case $PHASE in
     queued olmocr2_fp8_kvfp8_triton 340 470 engine $(shape qwen2_5_vl_7b) $varied $fp8 $triton
     queued olmocr2_bf16_triton 330 480 engine $(shape qwen2_5_vl_7b) $varied $triton
     queued olmocr2_fp8_kvfp8 300 470 engine $(shape qwen2_5_vl_7b) $varied $fp8
-    queued olmocr2_fp8_kvfp8_triton_2 300 470 engine $(shape qwen2_5_vl_7b) $varied $fp8 $triton
+    queued olmocr2_fp8_kvfp8_cgenc 300 470 engine $(shape qwen2_5_vl_7b) $varied $fp8 \
+      --engine-arg 'compilation_config={"cudagraph_mm_encoder":true}'
     echo done >"$OUTDIR/DONE" ;;
   two)
     job multi 0,1 230 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512

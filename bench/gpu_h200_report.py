@@ -164,7 +164,8 @@ def preset_key(job: dict[str, Any], tag: str | None = None) -> str:
     encoder kept eager where it would compile (``_eagervit``; records before session9 have no such field),
     pages rendered on the engine loop (``_looprender``: ``render_threads`` 0; before session10 every record
     did, without the field), any sizer overrides (``_max_num_seqs1024``) and any more engine arguments
-    (an attention backend as its name, ``_triton_attn``; others ``_KEYVALUE``); ``tag`` (a machine session)
+    (an attention backend as its name, ``_triton_attn``; a dict's own keys, ``_cudagraph_mm_encoder``;
+    others ``_KEYVALUE``); ``tag`` (a machine session)
     is appended as ``@tag``."""
     key = job["shape"] + (f"_{job['quantization']}" if job.get("quantization") else "")
     kv = job.get("kv_cache_dtype", "auto")
@@ -173,7 +174,12 @@ def preset_key(job: dict[str, Any], tag: str | None = None) -> str:
     key += "_looprender" if job.get("render_threads") == 0 else ""
     key += "".join(f"_{k}{v}" for k, v in sorted((job.get("paging_overrides") or {}).items()))
     for name, value in sorted((job.get("engine_args_given") or {}).items()):
-        key += f"_{str(value).lower()}" if name == "attention_backend" else f"_{name}{value}"
+        if name == "attention_backend":
+            key += f"_{str(value).lower()}"
+        elif isinstance(value, dict):  # compilation_config={...}: its own keys
+            key += "".join(f"_{k}" if v is True else f"_{k}{v}" for k, v in sorted(value.items()))
+        else:
+            key += f"_{name}{value}"
     return key + (f"@{tag}" if tag else "")
 
 

@@ -207,3 +207,5 @@ def test_an_attention_backend_names_its_preset_and_fp8_meets_the_fastest_bf16_of
         presets = {k: {"modes": {"b": {"pages_per_s": r}}} for k, r in zip(keys, (*rates, 8.0), strict=True)}
         assert report.bf16_of(keys[2], presets) == fastest
     assert report.bf16_of(keys[2], {keys[2]: {"modes": {"b": {"pages_per_s": 8.0}}}}) is None
+    graphs = fp8 | {"engine_args_given": {"compilation_config": {"cudagraph_mm_encoder": True}}}
+    assert report.preset_key(graphs) == "qwen2_5_vl_7b_fp8_kvfp8_cudagraph_mm_encoder"
