@@ -166,6 +166,11 @@ def test_kernel_summary_reads_the_profilers_table_in_its_units():
     assert summary["gpu_ms_per_step"] == 20.48  # both step ranges over the window's 100 steps
 
 
+def measured(*rates: tuple[str, float]) -> dict:
+    """Report presets with only a mode (b) rate each, as ``bf16_of`` reads them."""
+    return {k: {"modes": {"b": {"pages_per_s": r}}} for k, r in rates}
+
+
 def test_preset_keys_keep_an_eager_encoder_and_loop_rendering_apart_and_fp8_pairs_with_its_bf16():
     report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
     bf16 = {"shape": "qwen2_5_vl_7b", "kv_cache_dtype": "auto", "compile_encoder": "auto"}
@@ -179,10 +184,6 @@ def test_preset_keys_keep_an_eager_encoder_and_loop_rendering_apart_and_fp8_pair
         "qwen2_5_vl_7b_fp8_kvfp8@s9",
         "qwen2_5_vl_7b_max_num_seqs1024@s9",
     ]
-
-    def measured(*rates: tuple[str, float]) -> dict:
-        return {k: {"modes": {"b": {"pages_per_s": r}}} for k, r in rates}
-
     presets = measured((keys[0], 6.0), (keys[1], 5.0), (keys[2], 7.0), ("qwen2_5_vl_7b@s10", 9.0))
     assert report.bf16_of(keys[2], presets) == keys[0]  # same lease; the eager encoder is not a baseline
     loop_bf16, loop_fp8 = (report.preset_key(j | {"render_threads": 0}, "s10") for j in (bf16, fp8))
@@ -204,8 +205,8 @@ def test_an_attention_backend_names_its_preset_and_fp8_meets_the_fastest_bf16_of
         "qwen2_5_vl_7b_fp8_kvfp8_triton_attn@s11",
     ]
     for fastest, rates in ((keys[1], (6.0, 6.2)), (keys[0], (6.3, 6.2))):
-        presets = {k: {"modes": {"b": {"pages_per_s": r}}} for k, r in zip(keys, (*rates, 8.0), strict=True)}
+        presets = measured(*zip(keys, (*rates, 8.0), strict=True))
         assert report.bf16_of(keys[2], presets) == fastest
-    assert report.bf16_of(keys[2], {keys[2]: {"modes": {"b": {"pages_per_s": 8.0}}}}) is None
+    assert report.bf16_of(keys[2], measured((keys[2], 8.0))) is None
     graphs = fp8 | {"engine_args_given": {"compilation_config": {"cudagraph_mm_encoder": True}}}
     assert report.preset_key(graphs) == "qwen2_5_vl_7b_fp8_kvfp8_cudagraph_mm_encoder"
