@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import importlib.util
 import json
 import logging
@@ -67,6 +68,16 @@ def shape_preset(shape: str, model: Path, output_tokens: int | None):
         # vLLM wheel shipped without it must use the Triton kernels (vLLM's own installs have both).
         engine_args["gdn_prefill_backend"] = "triton"
     return dataclasses.replace(preset, sampling=sampling, engine_args=engine_args)
+
+
+def flashinfer_given() -> dict[str, str | None] | None:
+    """The FlashInfer this job could use (``None``: none importable) and the flashinfer-cubin stand-in."""
+    if importlib.util.find_spec("flashinfer") is None:
+        return None
+    return {
+        "version": importlib.metadata.version("flashinfer-python"),
+        "VLLM_HAS_FLASHINFER_CUBIN": os.environ.get("VLLM_HAS_FLASHINFER_CUBIN"),
+    }
 
 
 def bench_lengths(args: argparse.Namespace, requests, preset) -> dict[tuple[str, int], int]:
@@ -284,6 +295,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     record["compile_encoder"] = args.compile_encoder
     record["render_threads"] = args.render_threads
     record["engine_args_given"] = args.engine_arg
+    record["flashinfer"] = flashinfer_given()
     record["output_lengths"] = gs.length_summary(lengths) | {
         "source": str(args.lengths) if args.lengths else f"fixed {args.output_tokens}",
         "cap": engine.preset.sampling.max_tokens,

@@ -24,6 +24,8 @@
 #   fp8: the same kind of queue for where FP8's gain goes (see the phase)
 #   attn: the same kind of queue for the decoder's attention backend: bf16 and FP8 + FP8 KV under vLLM's default
 #         (FlashAttention 3) and under its Triton backend, then FP8 with CUDA graphs over the vision encoder
+#   flashinfer: the same kind of queue for FlashInfer (FI=DIR): FP8 + FP8 KV on it, bf16 and FP8 + FP8 KV on the
+#         default backend, bf16 on FlashInfer
 # MODES=m,m,... picks and orders the modes of any of these phases.
 # Usage (repo root, vLLM importable): bench/gpu_h200.sh PHASE OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
@@ -150,6 +152,29 @@ case $PHASE in
     queued olmocr2_fp8_kvfp8 300 470 engine $(shape qwen2_5_vl_7b) $varied $fp8
     queued olmocr2_fp8_kvfp8_cgenc 300 470 engine $(shape qwen2_5_vl_7b) $varied $fp8 \
       --engine-arg 'compilation_config={"cudagraph_mm_encoder":true}'
+    echo done >"$OUTDIR/DONE" ;;
+  flashinfer)  # FP8 KV on vLLM's FLASHINFER backend, queued like `queue`, on the corpus lengths (mode b, steps timed):
+         # session11's FlashAttention 3 and Triton runs left the long-context decode plateau attention-bound. On
+         # Hopper with an FP8 cache vLLM decodes with FlashInfer's XQA kernel and prefills with its FA3 template.
+         # FI=DIR holds flashinfer-python 0.6.13 (its kernels pre-built by bench/flashinfer_aot.py); it is put on
+         # PYTHONPATH for the FlashInfer jobs only, with VLLM_HAS_FLASHINFER_CUBIN=1 standing in for the
+         # flashinfer-cubin package a pip-installed vLLM 0.25 has (XQA is compiled, not a cubin). FP8 + FP8 KV
+         # on FlashInfer, bf16 and FP8 + FP8 KV on the default backend, then bf16 on FlashInfer (after a
+         # FlashInfer job that ran).
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUTDIR/gpus.csv"
+    varied="--pages 1024 $LENGTHS --modes b --repeats 1 --step-times"
+    fp8="--quantization fp8 --kv-cache-dtype fp8" fi="--engine-arg attention_backend=FLASHINFER"
+    fi_path=${FI:?FI=DIR with flashinfer}:$PYTHONPATH
+    PYTHONPATH=$fi_path python3 bench/flashinfer_aot.py check "$FI" >"$OUTDIR/flashinfer_check.log" 2>&1
+    PYTHONPATH=$fi_path VLLM_HAS_FLASHINFER_CUBIN=1 queued olmocr2_fp8_kvfp8_flashinfer 360 560 \
+      engine $(shape qwen2_5_vl_7b) $varied $fp8 $fi
+    queued olmocr2_bf16 330 480 engine $(shape qwen2_5_vl_7b) $varied
+    queued olmocr2_fp8_kvfp8 300 470 engine $(shape qwen2_5_vl_7b) $varied $fp8
+    if python3 -c 'import json, sys; sys.exit("b" not in json.load(open(sys.argv[1])))' \
+        "$OUTDIR/olmocr2_fp8_kvfp8_flashinfer.json" 2>/dev/null; then
+      PYTHONPATH=$fi_path VLLM_HAS_FLASHINFER_CUBIN=1 queued olmocr2_bf16_flashinfer 330 480 \
+        engine $(shape qwen2_5_vl_7b) $varied $fi
+    fi
     echo done >"$OUTDIR/DONE" ;;
   two)
     job multi 0,1 230 multi $(shape qwen2_5_vl_7b) --gpus 0,1 --pages 512

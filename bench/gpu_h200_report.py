@@ -255,6 +255,7 @@ def varied_section(
                 k: job["engine"].get(k)
                 for k in ("paging_plan", "kv_cache_tokens", "max_num_seqs", "in_flight_pages")
             }
+            | ({"flashinfer": job["flashinfer"]} if job.get("flashinfer") else {})
         )
         if "profile" in job:
             entry["profile"] = job["profile"]

@@ -6,6 +6,7 @@ folders they load are consistent, so a run there does not fail on a wrong token 
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import shutil
@@ -210,3 +211,35 @@ def test_an_attention_backend_names_its_preset_and_fp8_meets_the_fastest_bf16_of
     assert report.bf16_of(keys[2], measured((keys[2], 8.0))) is None
     graphs = fp8 | {"engine_args_given": {"compilation_config": {"cudagraph_mm_encoder": True}}}
     assert report.preset_key(graphs) == "qwen2_5_vl_7b_fp8_kvfp8_cudagraph_mm_encoder"
+
+
+def test_a_flashinfer_job_is_its_own_preset_and_keeps_the_flashinfer_it_ran_with(tmp_path):
+    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
+    run = {"pages": 4, "prompt_tokens": 400, "output_tokens": 800, "wall_s": 1.0}
+    base = {"shape": "qwen2_5_vl_7b", "kv_cache_dtype": "auto", "engine_load_s": 100.0, "engine": {}}
+    base |= {"output_lengths": {}, "files": 2}
+    fi = {"version": "0.6.13", "VLLM_HAS_FLASHINFER_CUBIN": "1"}
+    jobs = [
+        base | {"b": run | {"pages_per_s": 6.0}},
+        base
+        | {"b": run | {"pages_per_s": 5.0}, "flashinfer": fi}
+        | {"engine_args_given": {"attention_backend": "FLASHINFER"}},
+        base
+        | {"quantization": "fp8", "kv_cache_dtype": "fp8", "flashinfer": fi}
+        | {"engine_args_given": {"attention_backend": "FLASHINFER"}, "b": run | {"pages_per_s": 7.8}},
+    ]
+    (tmp_path / "commands.json").write_text("[]")
+    args = argparse.Namespace(
+        tag="s12", note=[], not_run=[], commands=tmp_path / "commands.json", profile=None
+    )
+    section = report.varied_section(jobs, args, {})
+    presets = section["presets"]
+    assert list(presets) == [
+        "qwen2_5_vl_7b@s12",
+        "qwen2_5_vl_7b_flashinfer@s12",
+        "qwen2_5_vl_7b_fp8_kvfp8_flashinfer@s12",
+    ]
+    assert "flashinfer" not in presets["qwen2_5_vl_7b@s12"]["engines"][0]
+    assert presets["qwen2_5_vl_7b_fp8_kvfp8_flashinfer@s12"]["engines"][0]["flashinfer"] == fi
+    ratio = section["targets"]["qwen2_5_vl_7b_fp8_kvfp8_flashinfer@s12.fp8_over_bf16"]
+    assert ratio == {"value": 1.3, "target": 1.25, "met": True}  # against the faster bf16 (FA3's 6.0)

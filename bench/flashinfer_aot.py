@@ -1,0 +1,95 @@
+"""FlashInfer for the H200 runs of vLLM's FLASHINFER attention backend, its kernels built ahead of time.
+
+vLLM 0.25 on Hopper with an FP8 KV cache decodes with FlashInfer's XQA kernel and prefills with
+FlashInfer's FA3 template; both are compiled at first use (nvcc, minutes of device time). ``build``
+compiles the modules the olmOCR-2 shape asks for (Qwen2.5-VL-7B: 28 query heads, 4 KV heads, head dim
+128, KV pages of 16 tokens) on a machine without a GPU into ``flashinfer/data/aot`` of an unpacked
+flashinfer-python, where FlashInfer loads them instead of compiling; ``check`` (on the GPU machine)
+loads each one and moves the folder aside when any fails, so that FlashInfer compiles there instead.
+
+    python bench/flashinfer_aot.py build SITE   # SITE: flashinfer-python 0.6.13 + apache-tvm-ffi unpacked
+    python bench/flashinfer_aot.py check SITE
+
+``build`` needs ``nvcc`` (CUDA 13.0, as on the H200), ``CUDA_HOME``, cuRAND's headers on ``CPATH`` and,
+where no driver is installed, a ``libcuda.so`` (soname ``libcuda.so.1``) on ``LIBRARY_PATH`` for the link.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HEADS, KV_HEADS, HEAD_DIM, PAGE = 28, 4, 128, 16
+
+
+def specs() -> dict[str, Any]:
+    """The JIT specs of the modules vLLM asks for: XQA decode and FA3 prefill, FP8 and bf16 KV caches."""
+    import torch
+    from flashinfer.jit.attention.modules import gen_batch_prefill_module
+    from flashinfer.jit.xqa import gen_xqa_module
+
+    bf16, fp8 = torch.bfloat16, torch.float8_e4m3fn
+    grp = HEADS // KV_HEADS
+    # gen_batch_prefill_module: q, kv, out and index dtypes; qk and vo head dims; no rope, window, soft cap
+    # or fp16 qk reduction
+    return {
+        "xqa_fp8": gen_xqa_module(bf16, fp8, PAGE, HEAD_DIM, grp, False, bf16, 1),
+        "prefill_fp8": gen_batch_prefill_module(
+            "fa3", fp8, fp8, bf16, torch.int32, HEAD_DIM, HEAD_DIM, 0, False, False, False
+        ),
+        "xqa_bf16": gen_xqa_module(bf16, bf16, PAGE, HEAD_DIM, grp, False, bf16, 1),
+        "prefill_bf16": gen_batch_prefill_module(
+            "fa3", bf16, bf16, bf16, torch.int32, HEAD_DIM, HEAD_DIM, 0, False, False, False
+        ),
+    }
+
+
+def build(names: list[str]) -> None:
+    """Compile the named modules (all when none named) and copy each library into the AOT folder."""
+    for name, spec in specs().items():
+        if names and name not in names:
+            continue
+        t0 = time.perf_counter()
+        spec.build(verbose=False)
+        spec.aot_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(spec.jit_library_path, spec.aot_path)
+        print(f"{name}: {spec.aot_path.name} {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def check() -> int:
+    """Load every pre-built module; on any failure move the AOT folder aside (FlashInfer then compiles)."""
+    import tvm_ffi
+    from flashinfer.jit import env
+
+    aot = Path(env.FLASHINFER_AOT_DIR)
+    libs = sorted(aot.glob("*/*.so"))
+    try:
+        for lib in libs:
+            tvm_ffi.load_module(str(lib))
+    except Exception as exc:  # any load error: fall back to compiling on this machine
+        print(f"pre-built FlashInfer module failed to load ({exc}); moving {aot} aside", flush=True)
+        aot.rename(aot.with_name("aot.unloadable"))
+        return 1
+    print(f"{len(libs)} pre-built FlashInfer modules load", flush=True)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["build", "check"])
+    parser.add_argument("site", type=Path, help="folder holding the unpacked flashinfer and tvm_ffi packages")
+    parser.add_argument("modules", nargs="*", help="only these: xqa_fp8 prefill_fp8 xqa_bf16 prefill_bf16")
+    args = parser.parse_args()
+    sys.path.insert(0, str(args.site))
+    if args.command == "build":
+        build(args.modules)
+        return 0
+    return check()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
