@@ -11,13 +11,19 @@ loads each one and moves the folder aside when any fails, so that FlashInfer com
     python bench/flashinfer_aot.py check SITE
 
 ``build`` needs ``nvcc`` (CUDA 13.0, as on the H200), ``CUDA_HOME``, cuRAND's headers on ``CPATH`` and,
-where no driver is installed, a ``libcuda.so`` (soname ``libcuda.so.1``) on ``LIBRARY_PATH`` for the link.
+where no driver is installed, a ``libcuda.so`` (soname ``libcuda.so.1``) on ``LIBRARY_PATH`` for the link
+that defines the driver functions the modules call (XQA: ``cuGetErrorName``, ``cuTensorMapEncodeTiled``):
+the linker drops a stub that defines none of them, and the module then fails at its first call on the
+GPU. ``build`` refuses such a library. It targets Hopper (``FLASHINFER_CUDA_ARCH_LIST=9.0a``) unless told
+otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,9 +61,24 @@ def build(names: list[str]) -> None:
             continue
         t0 = time.perf_counter()
         spec.build(verbose=False)
+        unlinked_driver_calls(spec.jit_library_path)
         spec.aot_path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(spec.jit_library_path, spec.aot_path)
         print(f"{name}: {spec.aot_path.name} {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def unlinked_driver_calls(lib: Path) -> None:
+    """Raise SystemExit when ``lib`` calls CUDA driver functions without needing ``libcuda.so.1``."""
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True, text=True)
+    calls = [line.split()[-1] for line in undefined.stdout.splitlines() if line.split()[-1].startswith("cu")]
+    calls = [c for c in calls if c[2:3].isupper()]  # cuTensorMapEncodeTiled, not cudaMalloc
+    needed = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
+    if calls and "libcuda.so.1" not in needed:
+        lib.unlink()
+        raise SystemExit(
+            f"{lib.name} calls {', '.join(calls)} but does not need libcuda.so.1: put a libcuda.so "
+            "(soname libcuda.so.1) that defines them on LIBRARY_PATH and build again"
+        )
 
 
 def check() -> int:
@@ -86,6 +107,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(args.site))
     if args.command == "build":
+        os.environ.setdefault("FLASHINFER_CUDA_ARCH_LIST", "9.0a")
         build(args.modules)
         return 0
     return check()
