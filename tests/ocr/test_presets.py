@@ -289,3 +289,53 @@ def test_rendering_on_threads_turns_the_processor_cache_off_and_refuses_it_on(mo
             cache(render_threads=threads, engine_args={"mm_processor_cache_gb": 2})
     with pytest.raises(ConfigError, match="render_threads"):
         VllmOptions(render_threads=-1)
+
+
+def test_an_fp8_kv_cache_on_hopper_asks_for_flashinfer_where_its_kernels_can_be_had(monkeypatch):
+    import torch
+    import vllm
+
+    from chandra_ocr.ocr import attention, vllm_engine
+    from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+
+    # No GPU here: an H100 is mocked (capability, FlashInfer's packages, nvcc), then taken apart
+    installed = {"flashinfer", "flashinfer_cubin"}
+    monkeypatch.setattr(attention, "find_spec", lambda name: object() if name in installed else None)
+    monkeypatch.setattr(attention.shutil, "which", lambda name: "/usr/local/cuda/bin/nvcc")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(vllm, "__version__", "0.25.0")
+    monkeypatch.delenv("VLLM_HAS_FLASHINFER_CUBIN", raising=False)
+    assert attention.default_attention_backend("fp8") == "FLASHINFER"
+    assert attention.default_attention_backend("auto") is None  # bf16 measured slower on it
+
+    def backend(**options):
+        return VllmEngine(OLMOCR2, VllmOptions(**options)).engine_args().get("attention_backend")
+
+    monkeypatch.setattr(vllm_engine, "detect_gpu_memory", lambda: (70 * GIB, 80 * GIB))
+    assert backend(kv_cache_dtype="fp8", quantization="fp8") == "FLASHINFER"
+    assert backend() is None
+    assert backend(kv_cache_dtype="fp8", attention_backend="FLASH_ATTN") == "FLASH_ATTN"
+    assert backend(attention_backend="TRITON_ATTN") == "TRITON_ATTN"
+    given = {"attention_backend": "FLASH_ATTN"}
+    assert backend(kv_cache_dtype="fp8", attention_backend="TRITON_ATTN", engine_args=given) == "FLASH_ATTN"
+
+    installed.discard("flashinfer_cubin")  # vLLM then decodes without XQA
+    assert attention.default_attention_backend("fp8") is None
+    monkeypatch.setenv("VLLM_HAS_FLASHINFER_CUBIN", "1")
+    assert attention.default_attention_backend("fp8") == "FLASHINFER"
+    monkeypatch.setattr(attention.shutil, "which", lambda name: None)  # XQA cannot be compiled
+    assert attention.default_attention_backend("fp8") is None
+    installed.add("flashinfer_jit_cache")  # unless pre-built
+    assert attention.default_attention_backend("fp8") == "FLASHINFER"
+    monkeypatch.setattr(vllm, "__version__", "0.24.1")
+    assert attention.default_attention_backend("fp8") is None
+    monkeypatch.setattr(vllm, "__version__", "0.32.0+cpu")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (10, 0))
+    assert attention.default_attention_backend("fp8") is None  # measured on Hopper only
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    installed.discard("flashinfer")
+    assert attention.default_attention_backend("fp8") is None
+    monkeypatch.setattr(vllm_engine, "detect_gpu_memory", lambda: None)
+    installed.add("flashinfer")
+    assert backend(kv_cache_dtype="fp8") is None  # no GPU: vLLM's choice

@@ -25,6 +25,7 @@ from typing import Any
 
 from chandra_ocr.document import PageRequest, PageResult
 from chandra_ocr.errors import ConfigError, EngineError, EngineOutOfMemoryError
+from chandra_ocr.ocr.attention import default_attention_backend
 from chandra_ocr.ocr.feeder import Feeder
 from chandra_ocr.ocr.presets import Preset, plan_for_preset
 from chandra_ocr.ocr.tuning import WEIGHT_QUANT_BYTES, PagingPlan, detect_gpu_memory
@@ -69,6 +70,9 @@ class VllmOptions:
     # torch.compile the vision encoder too (vLLM's compile_mm_encoder); None: on a GPU, unless
     # enforce_eager, for presets whose encoder vLLM can compile (Preset.encoder_compiles)
     compile_encoder: bool | None = None
+    # vLLM's decoder attention backend (its attention_backend, e.g. "FLASH_ATTN"); None: FLASHINFER
+    # for an FP8 KV cache on Hopper where FlashInfer's kernels can be had, else vLLM's own choice
+    attention_backend: str | None = None
     tensor_parallel_size: int = 1
     # threads that turn pages into vLLM inputs ahead of the engine loop (the image processor mostly
     # releases the GIL); 0: the loop does it as it enqueues, like LLM.chat; None: GPU_RENDER_THREADS
@@ -151,7 +155,8 @@ class VllmEngine(VlmEngine):
 
     def engine_args(self) -> dict[str, Any]:
         """Keyword arguments for ``vllm.LLM``: the preset's, then the paging plan, then these options'
-        (``compile_encoder`` as a default under any ``compilation_config`` of the preset or options).
+        (``compile_encoder`` as a default under any ``compilation_config`` of the preset or options,
+        ``attention_backend`` under any given in ``engine_args``).
 
         On CUDA with a preset that has model dimensions, paging comes from the sizer
         (`plan_for_preset`) fed with the GPU's free/total memory, the preset's own paging values
@@ -170,6 +175,11 @@ class VllmEngine(VlmEngine):
         if opts.quantization is not None:
             args["quantization"] = opts.quantization
         args.update(opts.engine_args)
+        backend = opts.attention_backend
+        if backend is None and gpu is not None:
+            backend = default_attention_backend(str(args.get("kv_cache_dtype", opts.kv_cache_dtype)))
+        if backend is not None:
+            args.setdefault("attention_backend", backend)  # engine_args' own wins
         if self._wanted_render_threads(gpu is not None):  # the loop renders retries meanwhile
             if args.get("mm_processor_cache_gb", 0):
                 raise ConfigError(
