@@ -164,8 +164,8 @@ def preset_key(job: dict[str, Any], tag: str | None = None) -> str:
     encoder kept eager where it would compile (``_eagervit``; records before session9 have no such field),
     pages rendered on the engine loop (``_looprender``: ``render_threads`` 0; before session10 every record
     did, without the field), any sizer overrides (``_max_num_seqs1024``) and any more engine arguments
-    (an attention backend as its name, ``_triton_attn``; a dict's own keys, ``_cudagraph_mm_encoder``;
-    others ``_KEYVALUE``); ``tag`` (a machine session)
+    (an attention backend as its name, ``_triton_attn``, also where the engine chose it itself; a dict's
+    own keys, ``_cudagraph_mm_encoder``; others ``_KEYVALUE``); ``tag`` (a machine session)
     is appended as ``@tag``."""
     key = job["shape"] + (f"_{job['quantization']}" if job.get("quantization") else "")
     kv = job.get("kv_cache_dtype", "auto")
@@ -173,7 +173,10 @@ def preset_key(job: dict[str, Any], tag: str | None = None) -> str:
     key += "_eagervit" if job.get("compile_encoder") == "off" else ""
     key += "_looprender" if job.get("render_threads") == 0 else ""
     key += "".join(f"_{k}{v}" for k, v in sorted((job.get("paging_overrides") or {}).items()))
-    for name, value in sorted((job.get("engine_args_given") or {}).items()):
+    chosen = (job.get("engine") or {}).get("engine_args") or {}  # the engine's own choice counts too
+    given = {k: v for k, v in chosen.items() if k == "attention_backend"}
+    given |= job.get("engine_args_given") or {}
+    for name, value in sorted(given.items()):
         if name == "attention_backend":
             key += f"_{str(value).lower()}"
         elif isinstance(value, dict):  # compilation_config={...}: its own keys
@@ -245,6 +248,8 @@ def varied_section(
             presets[key], fresh = {"modes": {}, "engines": []}, fresh | {key}
         entry = presets[key]
         entry["output_lengths"] = job["output_lengths"]
+        if job.get("gpu"):
+            entry["gpu"] = job["gpu"]
         entry["files"] = job.get("files")
         entry["engines"].append(
             {
@@ -314,6 +319,17 @@ def varied_section(
     return section
 
 
+def load_jobs(runs: list[Path]) -> dict[str, dict[str, Any]]:
+    """Every job record of the run folders, each with the GPU its folder's ``gpus.csv`` names (``gpu``)."""
+    jobs: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        gpus = run / "gpus.csv"
+        gpu = gpus.read_text().splitlines()[1].split(",")[0].strip() if gpus.is_file() else None
+        for f in sorted(run.glob("*.json")):
+            jobs[f.stem] = json.loads(f.read_text()) | ({"gpu": gpu} if gpu else {})
+    return jobs
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", type=Path, nargs="+")
@@ -325,7 +341,7 @@ def main() -> None:
     p.add_argument("--profile", type=Path, default=None, help="lighton_profile.json to include (--varied)")
     p.add_argument("--tag", default=None, help="--varied: file this run's presets as KEY@TAG (one session)")
     args = p.parse_args()
-    jobs = {f.stem: json.loads(f.read_text()) for d in args.runs for f in sorted(d.glob("*.json"))}
+    jobs = load_jobs(args.runs)
     if args.varied:
         merged = json.loads(args.out.read_text())
         merged["fixed_length_rows"] = (

@@ -243,3 +243,25 @@ def test_a_flashinfer_job_is_its_own_preset_and_keeps_the_flashinfer_it_ran_with
     assert presets["qwen2_5_vl_7b_fp8_kvfp8_flashinfer@s12"]["engines"][0]["flashinfer"] == fi
     ratio = section["targets"]["qwen2_5_vl_7b_fp8_kvfp8_flashinfer@s12.fp8_over_bf16"]
     assert ratio == {"value": 1.3, "target": 1.25, "met": True}  # against the faster bf16 (FA3's 6.0)
+
+
+def test_a_backend_the_engine_chose_itself_names_the_preset_and_each_run_keeps_its_gpu(tmp_path):
+    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
+    job = {"shape": "qwen2_5_vl_7b", "quantization": "fp8", "kv_cache_dtype": "fp8"}
+    assert report.preset_key(job | {"engine": {}}) == "qwen2_5_vl_7b_fp8_kvfp8"
+    chosen = {"engine": {"engine_args": {"attention_backend": "FLASHINFER", "max_num_seqs": 512}}}
+    assert report.preset_key(job | chosen) == "qwen2_5_vl_7b_fp8_kvfp8_flashinfer"
+    given = {"engine_args_given": {"attention_backend": "FLASH_ATTN"}}  # the same backend once
+    assert report.preset_key(job | chosen | given) == "qwen2_5_vl_7b_fp8_kvfp8_flash_attn"
+
+    h100, h200 = tmp_path / "h100", tmp_path / "h200"
+    for run, name in ((h100, "NVIDIA H100 80GB HBM3"), (h200, "NVIDIA H200")):
+        run.mkdir()
+        (run / "gpus.csv").write_text(f"name, memory.total [MiB]\n{name}, 81559 MiB\n")
+    (h100 / "olmocr2_bf16.json").write_text(json.dumps({"job": "engine"}))
+    (h200 / "chandra2.json").write_text(json.dumps({"job": "engine"}))
+    (tmp_path / "olmocr2_fp8.json").write_text(json.dumps({"job": "engine"}))  # a folder without gpus.csv
+    jobs = report.load_jobs([h100, h200, tmp_path])
+    assert jobs["olmocr2_bf16"]["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert jobs["chandra2"]["gpu"] == "NVIDIA H200"
+    assert "gpu" not in jobs["olmocr2_fp8"]
