@@ -305,7 +305,9 @@ def varied_section(
         "process) over whole files within its time budget",
         "presets": presets,
         "targets": {
-            k: {"value": v, "target": t, "met": None if v is None else v >= t} for k, (v, t) in found.items()
+            k: {"value": v, "target": t, "met": None if v is None else v >= t}
+            | ({"gpu": gpu} if (gpu := presets[k.rpartition(".")[0]].get("gpu")) else {})
+            for k, (v, t) in found.items()
         },
         "notes": old.get("notes", []) + args.note,
         "not_run": args.not_run,

@@ -265,3 +265,17 @@ def test_a_backend_the_engine_chose_itself_names_the_preset_and_each_run_keeps_i
     assert jobs["olmocr2_bf16"]["gpu"] == "NVIDIA H100 80GB HBM3"
     assert jobs["chandra2"]["gpu"] == "NVIDIA H200"
     assert "gpu" not in jobs["olmocr2_fp8"]
+
+    run = {"pages": 4, "prompt_tokens": 400, "output_tokens": 800, "wall_s": 1.0}
+    base = {"shape": "qwen2_5_vl_7b", "engine_load_s": 100.0, "engine": {}, "output_lengths": {}}
+    measured = [
+        base | {"b": run | {"pages_per_s": 5.0}, "gpu": "NVIDIA H100 80GB HBM3"},
+        base | job | {"b": run | {"pages_per_s": 7.0}, "gpu": "NVIDIA H100 80GB HBM3"},
+    ]
+    (tmp_path / "commands.json").write_text("[]")
+    commands = tmp_path / "commands.json"
+    args = argparse.Namespace(tag="s12", note=[], not_run=[], commands=commands, profile=None)
+    section = report.varied_section(measured, args, {})
+    assert section["presets"]["qwen2_5_vl_7b@s12"]["gpu"] == "NVIDIA H100 80GB HBM3"
+    target = section["targets"]["qwen2_5_vl_7b_fp8_kvfp8@s12.fp8_over_bf16"]
+    assert target == {"value": 1.4, "target": 1.25, "met": True, "gpu": "NVIDIA H100 80GB HBM3"}
