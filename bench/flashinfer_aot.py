@@ -61,13 +61,13 @@ def build(names: list[str]) -> None:
             continue
         t0 = time.perf_counter()
         spec.build(verbose=False)
-        unlinked_driver_calls(spec.jit_library_path)
+        refuse_unlinked_driver_calls(spec.jit_library_path)
         spec.aot_path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(spec.jit_library_path, spec.aot_path)
         print(f"{name}: {spec.aot_path.name} {time.perf_counter() - t0:.0f} s", flush=True)
 
 
-def unlinked_driver_calls(lib: Path) -> None:
+def refuse_unlinked_driver_calls(lib: Path) -> None:
     """Raise SystemExit when ``lib`` calls CUDA driver functions without needing ``libcuda.so.1``."""
     undefined = subprocess.run(["nm", "-D", "--undefined-only", str(lib)], capture_output=True, text=True)
     calls = [line.split()[-1] for line in undefined.stdout.splitlines() if line.split()[-1].startswith("cu")]

@@ -321,12 +321,18 @@ def varied_section(
     return section
 
 
+def gpu_rows(run: Path) -> list[str] | None:
+    """The data rows of a run folder's ``gpus.csv`` (nvidia-smi: name, memory, driver); None without it."""
+    gpus = run / "gpus.csv"
+    return gpus.read_text().strip().splitlines()[1:] if gpus.is_file() else None
+
+
 def load_jobs(runs: list[Path]) -> dict[str, dict[str, Any]]:
     """Every job record of the run folders, each with the GPU its folder's ``gpus.csv`` names (``gpu``)."""
     jobs: dict[str, dict[str, Any]] = {}
     for run in runs:
-        gpus = run / "gpus.csv"
-        gpu = gpus.read_text().splitlines()[1].split(",")[0].strip() if gpus.is_file() else None
+        rows = gpu_rows(run)
+        gpu = rows[0].split(",")[0].strip() if rows else None
         for f in sorted(run.glob("*.json")):
             jobs[f.stem] = json.loads(f.read_text()) | ({"gpu": gpu} if gpu else {})
     return jobs
@@ -355,9 +361,8 @@ def main() -> None:
         args.out.write_text(json.dumps(merged, indent=1, default=str) + "\n")
         print(json.dumps(merged["varied_lengths"]["targets"], indent=1))
         return
-    gpus = next((d / "gpus.csv" for d in args.runs if (d / "gpus.csv").is_file()), None)
     report: dict[str, Any] = {
-        "hardware": gpus.read_text().strip().splitlines()[1:] if gpus else None,
+        "hardware": next((rows for d in args.runs if (rows := gpu_rows(d)) is not None), None),
         "caveat": "dummy weights (load_format=dummy), exact output length per page (ignore_eos): the compute "
         "per page is the real model's, the text is noise; real pages end at their own length",
         "shapes": {},

@@ -272,8 +272,8 @@ def test_a_backend_the_engine_chose_itself_names_the_preset_and_each_run_keeps_i
         base | {"b": run | {"pages_per_s": 5.0}, "gpu": "NVIDIA H100 80GB HBM3"},
         base | job | {"b": run | {"pages_per_s": 7.0}, "gpu": "NVIDIA H100 80GB HBM3"},
     ]
-    (tmp_path / "commands.json").write_text("[]")
     commands = tmp_path / "commands.json"
+    commands.write_text("[]")
     args = argparse.Namespace(tag="s12", note=[], not_run=[], commands=commands, profile=None)
     section = report.varied_section(measured, args, {})
     assert section["presets"]["qwen2_5_vl_7b@s12"]["gpu"] == "NVIDIA H100 80GB HBM3"
