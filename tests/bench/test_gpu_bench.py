@@ -279,3 +279,28 @@ def test_a_backend_the_engine_chose_itself_names_the_preset_and_each_run_keeps_i
     assert section["presets"]["qwen2_5_vl_7b@s12"]["gpu"] == "NVIDIA H100 80GB HBM3"
     target = section["targets"]["qwen2_5_vl_7b_fp8_kvfp8@s12.fp8_over_bf16"]
     assert target == {"value": 1.4, "target": 1.25, "met": True, "gpu": "NVIDIA H100 80GB HBM3"}
+
+
+@pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("gcc", "nm", "readelf")), reason="needs gcc, nm and readelf"
+)
+def test_a_prebuilt_module_calling_the_driver_without_needing_libcuda_is_refused(tmp_path):
+    import subprocess
+
+    aot = load("bench_flashinfer_aot", REPO / "bench" / "flashinfer_aot.py")
+    (tmp_path / "stub.c").write_text("void cuTensorMapEncodeTiled(void) {}\n")
+    (tmp_path / "mod.c").write_text(
+        "void cuTensorMapEncodeTiled(void);\nvoid run(void) { cuTensorMapEncodeTiled(); }\n"
+    )
+    stub = tmp_path / "libcuda.so"
+    cc = ["gcc", "-shared", "-fPIC", "-o"]
+    subprocess.run([*cc, str(stub), "-Wl,-soname,libcuda.so.1", str(tmp_path / "stub.c")], check=True)
+    linked, unlinked = tmp_path / "linked.so", tmp_path / "unlinked.so"
+    mod = str(tmp_path / "mod.c")
+    subprocess.run([*cc, str(linked), mod, f"-L{tmp_path}", "-Wl,--as-needed", "-lcuda"], check=True)
+    subprocess.run([*cc, str(unlinked), mod], check=True)
+    aot.refuse_unlinked_driver_calls(linked)  # needs libcuda.so.1: kept
+    assert linked.exists()
+    with pytest.raises(SystemExit, match="cuTensorMapEncodeTiled but does not need libcuda.so.1"):
+        aot.refuse_unlinked_driver_calls(unlinked)
+    assert not unlinked.exists()  # not copied into the AOT folder by a later run
