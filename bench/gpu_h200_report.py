@@ -127,6 +127,11 @@ def two_gpu_summary(jobs: dict[str, Any], one_gpu_b: float | None) -> dict[str, 
     return out
 
 
+def target_row(value: float | None, target: float) -> dict[str, Any]:
+    """One target's record: its measured value, the bar, and whether it was met (None: not measured)."""
+    return {"value": value, "target": target, "met": None if value is None else value >= target}
+
+
 def targets(report: dict[str, Any]) -> dict[str, Any]:
     """Each target with its measured value and whether it was met (None: not measured)."""
     found: dict[str, Any] = {}
@@ -148,7 +153,7 @@ def targets(report: dict[str, Any]) -> dict[str, Any]:
             report["two_gpus"].get(setup, {}).get("scaling_over_one_gpu"),
             TARGETS["two_gpu_scaling"],
         )
-    return {k: {"value": v, "target": t, "met": None if v is None else v >= t} for k, (v, t) in found.items()}
+    return {k: target_row(v, t) for k, (v, t) in found.items()}
 
 
 VARIED_TARGETS = {
@@ -305,8 +310,7 @@ def varied_section(
         "process) over whole files within its time budget",
         "presets": presets,
         "targets": {
-            k: {"value": v, "target": t, "met": None if v is None else v >= t}
-            | ({"gpu": gpu} if (gpu := presets[k.rpartition(".")[0]].get("gpu")) else {})
+            k: target_row(v, t) | ({"gpu": gpu} if (gpu := presets[k.rpartition(".")[0]].get("gpu")) else {})
             for k, (v, t) in found.items()
         },
         "notes": old.get("notes", []) + args.note,
