@@ -137,6 +137,16 @@ def _vector_parsers(add) -> None:
     search.add_argument("--index", help="vector index folder (default: KB/vector)")
     search.add_argument("--target", help="search a LangChain vector store instead (as for `feed`)")
 
+    serve = add(
+        "serve",
+        "browse the knowledge base in a web browser: documents, pages with their boxes, review, search",
+    )
+    serve.add_argument("--kb", required=True)
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default %(default)s: this machine only)"
+    )
+    serve.add_argument("--port", type=int, default=8765, help="default %(default)s; 0 picks a free port")
+
 
 def _fallback_options(items: list[str]) -> dict[str, dict]:
     out: dict[str, dict] = {}
@@ -376,6 +386,31 @@ def _cmd_search(args: argparse.Namespace) -> int:
     return OK
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from chandra_ocr.browser.app import create_app, fixed_target
+    except ImportError as e:
+        raise ConfigError(
+            f"the browser needs fastapi, uvicorn and jinja2 ({e.name} is missing): "
+            "pip install 'chandra-ocr-airflow[browser]'"
+        ) from None
+    layout = preflight.check_kb_exists(args.kb)
+    app = create_app(fixed_target(layout.root))
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+    sock = config.bind_socket()
+    sock.listen(config.backlog)  # connections queue from now on, so the line below may name the port
+    host, port = sock.getsockname()[:2]
+    where = "this machine only" if host in ("127.0.0.1", "::1") else "every machine that can reach this one"
+    print(
+        f"knowledge base {layout.root}: http://{host}:{port}/ (listening for {where}; Ctrl-C stops)",
+        flush=True,
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+    return OK
+
+
 COMMANDS = {
     "run": _cmd_run,
     "status": _cmd_status,
@@ -386,6 +421,7 @@ COMMANDS = {
     "compact": _cmd_compact,
     "feed": _cmd_feed,
     "search": _cmd_search,
+    "serve": _cmd_serve,
 }
 
 
