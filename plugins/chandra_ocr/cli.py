@@ -396,6 +396,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"the browser needs fastapi, uvicorn and jinja2 ({e.name} is missing): "
             "pip install 'chandra-ocr-airflow[browser]'"
         ) from None
+    import pymupdf  # noqa: F401  (imported now, not by the first page view)
+
     layout = preflight.check_kb_exists(args.kb)
     app = create_app(fixed_target(layout.root))
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")

@@ -139,9 +139,8 @@ def create_app(
     def page_view(request: Request, doc_id: str, page_no: int, block: int | None = Query(None)):
         def fill(con, kb):
             page = queries.page(con, doc_id, page_no)
-            size = con.execute("SELECT bytes FROM documents WHERE doc_id = ?", [doc_id]).fetchall()[0][0]
             try:
-                kb.images.png(doc_id, page_no, page["source_uri"], size)
+                kb.images.png(doc_id, page_no, page["source_uri"], page["source_bytes"])
                 image_error = None
             except SourceUnavailable as e:
                 image_error = str(e)

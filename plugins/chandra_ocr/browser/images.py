@@ -69,9 +69,9 @@ class PageImages:
             return data
 
     def _render(self, source_uri: str, size: int, page_no: int) -> bytes:
-        import pymupdf
-
         pdf = self._read(source_uri, size)
+        import pymupdf  # here: a view whose source is gone never pays for the import
+
         try:
             doc = pymupdf.open(stream=pdf, filetype="pdf")
         except Exception as e:
