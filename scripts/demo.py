@@ -92,6 +92,7 @@ def next_steps() -> None:
     print("Next, in the repository folder (or `source .venv/bin/activate`, then just `chandra-ingest`):")
     print(f'  {_here(cli)} query --kb kb "SELECT file_name, status, n_pages FROM documents"')
     print(f"  {_here(cli)} table --kb kb report.pdf 1 1")
+    print(f"  {_here(cli)} serve --kb kb    # browse it: pages with their boxes, review, search")
     print(f"  {_here(cli)} run YOUR_PDF_FOLDER --kb kb --settle-seconds 0")
 
 

@@ -405,10 +405,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     sock.listen(config.backlog)  # connections queue from now on, so the line below may name the port
     host, port = sock.getsockname()[:2]
     where = "this machine only" if host in ("127.0.0.1", "::1") else "every machine that can reach this one"
-    print(
-        f"knowledge base {layout.root}: http://{host}:{port}/ (listening for {where}; Ctrl-C stops)",
-        flush=True,
-    )
+    kb = layout.root.resolve()
+    print(f"knowledge base {kb}: http://{host}:{port}/ (listening for {where}; Ctrl-C stops)", flush=True)
     uvicorn.Server(config).run(sockets=[sock])
     return OK
 

@@ -5,6 +5,7 @@ screenshots of each view are written to the test's tmp folder."""
 from __future__ import annotations
 
 import io
+import urllib.error
 import urllib.request
 
 import pytest
@@ -227,3 +228,25 @@ def test_document_text_cell_values_and_file_names_run_nothing(browser, base_url,
         ]
     )
     browser.screenshot(tmp_path / "xss_page.png")
+
+
+def test_requests_name_documents_and_pages_never_paths(base_url, browser_kb):
+    doc_id = browser_kb.doc_id("report.pdf")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def status(path: str) -> int:
+        try:
+            with opener.open(base_url + path, timeout=60) as reply:
+                return reply.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    page = f"/doc/{doc_id}/page"
+    refused = [
+        "/doc/..%2F..%2F..%2Fetc%2Fpasswd", "/doc/%2Fetc%2Fpasswd/page/1/image.png", "/static/..%2Fapp.py",
+        "/static/app.py", f"{page}/99", f"{page}/99/image.png", f"{page}/0/image.png", "/doc/nothing",
+    ]  # fmt: skip
+    for path in refused:
+        assert status(path) == 404, path
+    assert status(f"/doc/{doc_id}/page/one") == 422
+    assert status(f"/doc/{doc_id}/page/1/image.png") == 200

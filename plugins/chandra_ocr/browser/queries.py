@@ -35,6 +35,14 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any], missing: str) -> dict:
+    """The one row ``sql`` finds; NotFoundError(``missing``) when it finds none."""
+    rows = _rows(con, sql, params)
+    if not rows:
+        raise NotFoundError(missing)
+    return rows[0]
+
+
 @dataclass(frozen=True)
 class Cursor:
     """Where the next page of the document list starts: after this (ingested_at, doc_id)."""
@@ -115,10 +123,7 @@ def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[dict]:
 
 def document(con: duckdb.DuckDBPyConnection, doc_id: str) -> dict:
     """One document's row with its pages (route, engine, status, attempts); NotFoundError if absent."""
-    rows = _rows(con, "SELECT * FROM documents WHERE doc_id = ?", [check_doc_id(doc_id)])
-    if not rows:
-        raise NotFoundError("no such document")
-    doc = rows[0]
+    doc = _one(con, "SELECT * FROM documents WHERE doc_id = ?", [check_doc_id(doc_id)], "no such document")
     doc["pages"] = _rows(
         con,
         "SELECT page_no, route, engine, model, status, attempts, finish_reason, fallback_reason, error "
@@ -131,16 +136,14 @@ def document(con: duckdb.DuckDBPyConnection, doc_id: str) -> dict:
 def page(con: duckdb.DuckDBPyConnection, doc_id: str, page_no: int) -> dict:
     """One page: its row, its blocks in reading order, its tables and their cells; NotFoundError if absent."""
     args = [check_doc_id(doc_id), int(page_no)]
-    rows = _rows(
+    out = _one(
         con,
         "SELECT p.*, d.file_name, d.source_uri, d.bytes AS source_bytes, d.n_pages, d.status AS doc_status, "
         "d.error AS doc_error "
         "FROM pages p JOIN documents d USING (doc_id) WHERE p.doc_id = ? AND p.page_no = ?",
         args,
+        "no such page",
     )
-    if not rows:
-        raise NotFoundError("no such page")
-    out = rows[0]
     out["blocks"] = _rows(
         con,
         "SELECT block_no, label, x0, y0, x1, y1, text, level FROM blocks "
