@@ -92,3 +92,16 @@ def test_a_signed_in_user_sees_the_page_view_in_chromium(airflow_api, browser, b
     assert browser.texts("#image-error") == []
     browser.screenshot(tmp_path / "airflow_page_view.png")
     browser.send("Network.deleteCookies", {"name": "_token", "url": base})
+
+
+def test_task_processes_do_not_pay_for_the_browser():
+    """Airflow imports every plugin in every task process: the plugin module leaves FastAPI, the
+    browser and Airflow's API security module unimported until the API server's first request."""
+    import subprocess
+    import sys
+
+    heavy = ["fastapi", "chandra_ocr.browser.app", "airflow.api_fastapi.core_api.security"]
+    code = "import sys, chandra_ocr.airflow.browser_plugin; "
+    code += f"print([m for m in {heavy!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
