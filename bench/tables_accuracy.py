@@ -443,7 +443,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "tables_accuracy.json")
     ap.add_argument("--peers", type=Path, nargs="*", default=[])
     ap.add_argument("--only", nargs="*", help="extractor names to run (default: all importable)")
-    ap.add_argument("--sets", nargs="*", choices=("own", "dev"), default=["own", "dev"], help="case sets to run")
+    ap.add_argument(
+        "--sets", nargs="*", choices=("own", "dev"), default=["own", "dev"], help="case sets to run"
+    )
     args = ap.parse_args()
     sys.path.extend(str(p) for p in args.peers)
     corpus = args.corpus.resolve()
@@ -498,7 +500,13 @@ def main() -> None:
             result["cases"].setdefault(c["name"], {"subset": c["subset"], "page": c["page"]})[name] = {
                 k: round(v, 3) for k, v in per_case[c["name"]].items()
             }
-        print(name, json.dumps(summary.get(DEV, summary["all"])), "false tables", sum(false.values()), file=sys.stderr)
+        print(
+            name,
+            json.dumps(summary.get(DEV, summary["all"])),
+            "false tables",
+            sum(false.values()),
+            file=sys.stderr,
+        )
     result["no_table_pages"] = len(no_table_pages)
     result["meta"] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -510,7 +518,8 @@ def main() -> None:
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     for name, r in result["extractors"].items():
         subs = "  ".join(
-            f"{k}: {v.get('cell_recall')}/{v.get('row_match')}/{v.get('precision')}/{v.get('structure', '-')} (n={v['n']})"
+            f"{k}: {v.get('cell_recall')}/{v.get('row_match')}/{v.get('precision')}/{v.get('structure', '-')}"
+            f" (n={v['n']})"
             for k, v in r["subsets"].items()
             if v["n"]
         )

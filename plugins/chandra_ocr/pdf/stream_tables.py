@@ -54,6 +54,7 @@ SIDE_GAP = 2.5  # a gutter this many times the others' median between equal colu
 SPLIT_GAP = 0.3  # × word height: a word gap this wide, at one x in most cells of a column, splits it
 SPLIT_SHARE = 0.8
 APART = 3.0  # a last row this many usual row gaps below the one above is not the table's
+PROSE_NEAR = 2  # a short region with lines of prose set in columns this many rows around it needs numbers
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
@@ -64,13 +65,14 @@ MIN_FILL = 0.45  # non-empty cells per grid position
 MIN_NUMERIC_2COL = 0.5  # a two-column region needs this share of numbers in its second column
 CODE_SHARE = 0.5  # this share of the text cells with code punctuation: a listing, not a table
 PROSE_WORDS = 7  # a column whose cells have this many words (median) is running text
-_NUMERIC = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?\s*[$€£¥]?")
+_AMOUNT = r"[$€£¥]?\s*\d[\d\s,.]*(?:%|[KMBkm]|bn|mn)?"  # "$1.1M", "2.5bn"
+_NUMERIC = re.compile(rf"[-+±−–(]?\s*{_AMOUNT}(?:\s*[-–—]\s*{_AMOUNT})?\)?\*?\s*[$€£¥]?")  # a range counts
 _MARKER = re.compile(
     r"^(?:[•◦▪▫●○■□‣⁃∙·➢►▶✓✔\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\[\d{1,4}\]|\(?[ivx]{1,4}[.)])$"
 )
 _PAGE_NO = re.compile(r"[.\s…]*(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})")
 _DOTS = re.compile(r"[.…·]{1,}$|^[.…·]+$")
-_CODE = re.compile(r"[()\[\]{};=\"']")
+_CODE = re.compile(r"[\[\]{};=\"']|\w\(")  # "(95% CI)" or "Asian (non-Hispanic)" is not code, "f(x)" is
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
 
 
@@ -136,10 +138,28 @@ def stream_tables(
     rows = visual_rows(words)
     out = []
     for region in _regions(rows):
-        out += [
-            t for part in _side_by_side(region) if (t := _table(part, h_rules, v_rules, words)) is not None
-        ]
+        parts = [box for half in _side_by_side(region) for box in _repeated_boxes(half, v_rules)]
+        out += [t for part in parts if (t := _table(part, h_rules, v_rules, words)) is not None]
     return out
+
+
+def _repeated_boxes(region: list[Row], v_rules) -> list[list[Row]]:
+    """The region, or its boxes when drawn vertical rules down it split it into boxes that start with
+    the same header row (one table wrapped into side-by-side parts: each part is read as a table)."""
+    top, bottom = region[0].y0, region[-1].y1
+    x0, x1 = min(r.segs[0].x0 for r in region), max(r.segs[-1].x1 for r in region)
+    xs = sorted(
+        x for x, y0, y1 in v_rules if x0 < x < x1 and min(y1, bottom) - max(y0, top) >= 0.8 * (bottom - top)
+    )
+    if not xs:
+        return [region]
+    bounds = [x0 - 1, *xs, x1 + 1]
+    boxes = [
+        [r for r in _keep(region, lambda seg, a=a, b=b: a < (seg.x0 + seg.x1) / 2 < b) if r.segs]
+        for a, b in itertools.pairwise(bounds)
+    ]
+    heads = [next((tuple(s.text for s in r.segs) for r in box if len(r.segs) >= 2), None) for box in boxes]
+    return boxes if heads[0] is not None and all(h == heads[0] for h in heads) else [region]
 
 
 def _boxed(region: list[Row], cols: list[tuple[float, float]], v_rules) -> bool:
@@ -237,7 +257,7 @@ def _regions(rows: list[Row]) -> list[list[Row]]:
     bridge = 0
     for n, row in enumerate(rows):
         close = bool(run) and _close(run[-1], row)
-        if len(row.segs) >= 2:
+        if _multi(row):
             if run and close:
                 run.append(row)
             else:
@@ -254,7 +274,29 @@ def _regions(rows: list[Row]) -> list[list[Row]]:
             run, bridge = [], 0
     if run:
         out.append(run)
-    return [_trim(r) for r in out if sum(len(x.segs) >= 2 for x in r) >= MIN_ROWS]
+    at = {id(row): n for n, row in enumerate(rows)}
+    prose = [len(row.segs) >= 2 and not _multi(row) for row in rows]
+    kept = []
+    for r in out:
+        r = _trim(r)
+        multi = [x for x in r if _multi(x)]
+        if len(multi) < MIN_ROWS:
+            continue
+        near = range(max(at[id(r[0])] - PROSE_NEAR, 0), min(at[id(r[-1])] + PROSE_NEAR + 1, len(rows)))
+        numeric = sum(any(is_number(s.text) for s in x.segs) for x in multi)
+        if any(prose[k] for k in near) and 2 * numeric < len(multi) and len(multi) < 2 * MIN_ROWS:
+            continue  # a few lines of text between lines of prose set in columns: not a table
+        kept.append(r)
+    return kept
+
+
+def _multi(row: Row) -> bool:
+    """Whether ``row`` may be a table row: two segments or more, not lines of prose set in columns
+    (half its segments or more of ``PROSE_WORDS`` words, none a number)."""
+    if len(row.segs) < 2:
+        return False
+    long = sum(s.n_words >= PROSE_WORDS for s in row.segs)
+    return 2 * long < len(row.segs) or any(is_number(s.text) for s in row.segs)
 
 
 def _close(above: Row, below: Row) -> bool:
@@ -274,7 +316,7 @@ def _lead(rows: list[Row], n: int) -> list[Row]:
 def _trim(run: list[Row]) -> list[Row]:
     """The run without trailing one-segment rows, nor a last row of text (no numbers) set apart
     (``APART`` × the usual row gap)."""
-    while run and len(run[-1].segs) < 2:
+    while run and not _multi(run[-1]):
         run = run[:-1]
     gaps = [b.y0 - a.y1 for a, b in zip(run, run[1:], strict=False)]
     apart = len(gaps) >= MIN_ROWS and gaps[-1] > APART * max(statistics.median(gaps), 1.0)
