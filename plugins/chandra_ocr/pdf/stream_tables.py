@@ -292,11 +292,8 @@ def _regions(rows: list[Row]) -> list[list[Row]]:
 
 def _multi(row: Row) -> bool:
     """Whether ``row`` may be a table row: two segments or more, not lines of prose set in columns
-    (half its segments or more of ``PROSE_WORDS`` words, none a number)."""
-    if len(row.segs) < 2:
-        return False
-    long = sum(s.n_words >= PROSE_WORDS for s in row.segs)
-    return 2 * long < len(row.segs) or any(is_number(s.text) for s in row.segs)
+    (every segment of ``PROSE_WORDS`` words or more)."""
+    return len(row.segs) >= 2 and any(s.n_words < PROSE_WORDS for s in row.segs)
 
 
 def _close(above: Row, below: Row) -> bool:
