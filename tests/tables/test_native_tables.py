@@ -22,7 +22,7 @@ import pytest
 from cell_match import anchor_grid, cell_match, filled_grid, norm
 
 from chandra_ocr.parse.html_text import html_to_text
-from chandra_ocr.parse.tables import table_from_html, table_text
+from chandra_ocr.parse.tables import grid, table_from_html, table_text
 from chandra_ocr.pdf.native_tables import native_tables
 from chandra_ocr.pdf.page_tables import page_tables
 from chandra_ocr.pdf.text_layer import text_blocks
@@ -208,3 +208,29 @@ def test_a_second_header_row_under_spanning_cells_is_header(corpus):
         for name in ("Improved Speed", "Decreased Accel", "Eliminate Stops", "Decreased Idle")
     )
     assert {c.row for c in table.cells if c.is_header} == {0, 1}
+
+
+def test_row_rules_stopping_short_of_the_label_column_give_one_label_per_row():
+    """A ruled body beside a column of row labels whose row rules stop at the body: the label
+    column is not one merged cell but a label per row."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    labels = ["Salaries", "Benefits", "Travel", "Rent", "Supplies", "Printing"]
+    top, step = 100, 20
+    bottom = top + step * (len(labels) + 1)
+    for x in (72, 200, 300, 400):
+        page.draw_line((x, top), (x, bottom), width=0.5)
+    page.draw_line((72, top), (400, top), width=0.5)
+    page.draw_line((72, top + step), (400, top + step), width=0.5)
+    page.draw_line((72, bottom), (400, bottom), width=0.5)
+    for k in range(2, len(labels) + 1):
+        page.draw_line((200, top + k * step), (400, top + k * step), width=0.5)
+    for x, text in ((76, "Cost"), (204, "Total"), (304, "Direct")):
+        page.insert_text((x, top + 14), text, fontsize=10)
+    for i, label in enumerate(labels, start=1):
+        page.insert_text((76, top + i * step + 14), label, fontsize=10)
+        page.insert_text((204, top + i * step + 14), f"{1000 * i:,}", fontsize=10)
+        page.insert_text((304, top + i * step + 14), f"{700 * i:,}", fontsize=10)
+    (table,) = native_tables(doc[0])
+    rows = [[c for c in row if c] for row in grid(table)]
+    assert ["Rent", "4,000", "2,800"] in rows and ["Salaries", "1,000", "700"] in rows

@@ -285,3 +285,15 @@ def test_ruled_boxes_with_different_headers_are_not_read_box_by_box():
     """Boxes that do not repeat a header (a form of boxed lists) are not split into tables."""
     _, tables = _tables(_boxed_page([("Age", "Total"), ("Town", "Votes"), ("Item", "Count")])[0])
     assert len(tables) != 3
+
+
+def test_numbers_set_close_in_two_columns_stay_two_cells():
+    """A row whose number runs up to the next column's ("1,234 12.5" with a gap narrower than a cell
+    gap) keeps one number per column: numbers do not span columns."""
+    names = ["North", "South", "East", "West", "Centre", "Islands"]
+    lines = [[(72, "Region"), (200, "Count"), (250, "Rate"), (320, "Note")]]
+    lines += [[(72, n), (200, f"{100 + i}"), (250, f"{10 + i}.5"), (320, "ok")] for i, n in enumerate(names)]
+    lines[3][1] = (222, "1,234")  # ends about 3 pt before the rate column
+    (table,) = _tables(_page(lines)[0])[1]
+    assert "1,234" in _texts(table) and "12.5" in _texts(table)
+    assert not any(" " in t for t in _texts(table) if t[0].isdigit())

@@ -28,6 +28,8 @@ Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/st
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import re
 from collections import defaultdict
 
@@ -56,6 +58,7 @@ PAIRED = 3  # cells of a grid row, half of its filled cells at least, with numbe
 MAX_CELL_WORDS = 40  # a grid of one or two rows with a cell this long frames running text
 _LEADER_END = re.compile(r"(?:\.\s?){4,}$|…{2,}$")
 _NUMBER = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?")
+UNMERGE_ROWS = 4  # a one-column cell spanning this many grid rows with one text line per row is split
 _TOL = 1.0  # points: cell edges this close to a grid line are on it
 
 
@@ -77,7 +80,7 @@ def ruled_tables(page: pymupdf.Page, rules: Rules, words: list[Word]) -> list[tu
     """
     found = [
         (g, texts)
-        for g in _grids_in(rules, words, None)
+        for g in (_unmerged(g, words) for g in _grids_in(rules, words, None))
         if _usable(g, texts := _texts(g, words, page)) and _agrees(g, texts, words)
     ]
     tables: list[tuple[Table, frozenset[int]]] = []
@@ -107,6 +110,51 @@ def _grids_in(rules: Rules, words: list[Word], clip: Box | None, depth: int = 0)
         frame = _frame_cell(g)
         inner = _grids_in(rules, words, frame, depth + 1) if frame is not None and depth < 2 else []
         out.extend(inner or [g])
+    return out
+
+
+def _unmerged(g: Grid, words: list[Word]) -> Grid:
+    """``g`` with each one-column cell spanning ``UNMERGE_ROWS`` grid rows or more split into one cell
+    per row when its text lines stand one per grid row, in most of them: the row rules stop short
+    of that column (a stub column of row labels beside a ruled body), the cell is not merged."""
+    split: dict[Box, tuple[int, int, list[Box]]] = {}
+    for i, row in enumerate(g.rows):
+        for j, cell in enumerate(row):
+            if cell is None or j + 1 < g.col_count and g.col_lefts[j + 1] < cell[2] - _TOL:
+                continue
+            n = _covered(g.row_tops, i, cell[3])
+            if n < UNMERGE_ROWS:
+                continue
+            lines = {
+                round((w[1] + w[3]) / 2)
+                for w in words
+                if cell_at(g, (w[0] + w[2]) / 2, (w[1] + w[3]) / 2) == cell
+            }
+            rows_hit = [bisect.bisect_right(g.row_tops, y) - 1 - i for y in lines]
+            if len(set(rows_hit)) == len(_merged_lines(lines)) >= 0.8 * n:
+                ends = [*g.row_tops[i + 1 : i + n], cell[3]]
+                tops = g.row_tops[i : i + n]
+                split[cell] = (
+                    i,
+                    j,
+                    [(cell[0], top, cell[2], end) for top, end in zip(tops, ends, strict=True)],
+                )
+    if not split:
+        return g
+    rows = [list(r) for r in g.rows]
+    for i, j, parts in split.values():
+        for k, part in enumerate(parts):
+            rows[i + k][j] = part
+    cells = [c for c in g.cells if c not in split] + [p for _, _, parts in split.values() for p in parts]
+    return dataclasses.replace(g, cells=cells, rows=rows)
+
+
+def _merged_lines(ys: set[int]) -> list[int]:
+    """Line middles (rounded) with those within two points of the one before counted once."""
+    out: list[int] = []
+    for y in sorted(ys):
+        if not out or y - out[-1] > 2:
+            out.append(y)
     return out
 
 

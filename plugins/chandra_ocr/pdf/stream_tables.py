@@ -472,7 +472,7 @@ def _overlaps(seg: Seg, col: tuple[float, float]) -> bool:
 def place_cells(row: Row, cols: list[tuple[float, float]]) -> list[tuple[int, int, str]]:
     """(first column, colspan, text) of each cell of ``row``; segments sharing a column are joined."""
     cells: list[tuple[int, int, str]] = []
-    for s in row.segs:
+    for s in _numbers_apart(row.segs, cols):
         hit = [k for k, c in enumerate(cols) if _overlaps(s, c)]
         if not hit:  # inside a gutter: the nearest column to its left (or the first)
             hit = [max([k for k, c in enumerate(cols) if c[1] < s.x0] or [0])]
@@ -485,6 +485,19 @@ def place_cells(row: Row, cols: list[tuple[float, float]]) -> list[tuple[int, in
         else:
             cells.append((first, last - first + 1, s.text))
     return cells
+
+
+def _numbers_apart(segs: list[Seg], cols: list[tuple[float, float]]) -> list[Seg]:
+    """Segments with numbers set closer than a cell gap in two columns ("6,398 29.7") split into one
+    segment per number: numbers do not span columns."""
+    out = []
+    for s in segs:
+        numbers = len(s.words) >= 2 and all(is_number(w[4]) for w in s.words)
+        if numbers and sum(1 for c in cols if _overlaps(s, c)) >= 2:
+            out += [Seg([w]) for w in s.words]
+        else:
+            out.append(s)
+    return out
 
 
 def plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
