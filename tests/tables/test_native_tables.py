@@ -234,3 +234,28 @@ def test_row_rules_stopping_short_of_the_label_column_give_one_label_per_row():
     (table,) = native_tables(doc[0])
     rows = [[c for c in row if c] for row in grid(table)]
     assert ["Rent", "4,000", "2,800"] in rows and ["Salaries", "1,000", "700"] in rows
+
+
+def test_unshaded_rows_of_a_table_shaded_every_other_row_keep_their_columns():
+    """Cells shaded every other row draw the grid of those rows only: the rows between them are not
+    one cell spanning the table but cells in the same columns."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    xs, top, step = [72, 200, 270, 340, 410], 100, 20
+    labels = ["Total", "Charged", "Sentenced", "No prison", "Under a year", "Over a year"]
+    for r in range(len(labels) + 1):
+        y = top + r * step
+        if r % 2 == 0:  # shaded rows: one filled box per cell
+            for x0, x1 in zip(xs, xs[1:], strict=False):
+                page.draw_rect((x0 + 1, y + 1, x1 - 1, y + step - 1), color=None, fill=(0.8, 0.85, 0.9))
+        cells = (
+            ["District", "2009", "2010", "2011"]
+            if r == 0
+            else [labels[r - 1], *(str(97 * r + k) for k in range(3))]
+        )
+        for x, text in zip(xs, cells, strict=False):
+            page.insert_text((x + 4, y + 14), text, fontsize=10)
+    page.draw_rect((72, top, 410, top + step * (len(labels) + 1)), color=(0, 0, 0), width=0.5)
+    (table,) = native_tables(doc[0])
+    rows = [[c for c in row if c] for row in grid(table)]
+    assert ["Charged", "194", "195", "196"] in rows and ["Sentenced", "291", "292", "293"] in rows
