@@ -16,6 +16,7 @@ import pytest
 from cell_match import anchor_grid, cell_match
 
 from chandra_ocr.pdf.page_tables import page_tables
+from chandra_ocr.pdf.stream_tables import split_columns, visual_rows
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
 
 CAMELOT = "camelot/tests/files/"
@@ -297,3 +298,21 @@ def test_numbers_set_close_in_two_columns_stay_two_cells():
     (table,) = _tables(_page(lines)[0])[1]
     assert "1,234" in _texts(table) and "12.5" in _texts(table)
     assert not any(" " in t for t in _texts(table) if t[0].isdigit())
+
+
+def test_a_number_and_its_unit_stay_one_cell():
+    """Right-aligned numbers before the same lower-case unit ("1 years", "10 years") are one column;
+    a code in capitals beside each number ("648765 AAA") still splits off."""
+
+    def columns(right: str) -> list[tuple[float, float]]:
+        words = []
+        for i, a in enumerate([1, 5, 10, 15, 20, 40]):
+            y = 100 + 14 * i
+            words += [
+                (90 - 5.56 * len(str(a)), y, 90.0, y + 12, str(a), 0, i, 0),
+                (95.6, y, 120.0, y + 12, right, 0, i, 1),
+            ]
+        return split_columns(visual_rows(words), [(78, 120)])[1]
+
+    assert columns("years") == [(78, 120)]
+    assert len(columns("AAA")) == 2

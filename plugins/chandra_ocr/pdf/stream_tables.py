@@ -416,7 +416,7 @@ def split_columns(region: list[Row], cols: list[tuple[float, float]]):
         for lo, hi in sorted({g for seg in gaps for g in seg}):
             x = (lo + hi) / 2
             hits = sum(any(a < x < b for a, b in seg) for seg in gaps)
-            if len(inside) >= MIN_ROWS and hits >= SPLIT_SHARE * len(inside):
+            if len(inside) >= MIN_ROWS and hits >= SPLIT_SHARE * len(inside) and not _unit(inside, x):
                 cuts[k] = x
                 break
     if not cuts:
@@ -445,6 +445,15 @@ def _wide(a: Word, b: Word) -> bool:
     (dot leaders not counted)."""
     dots = _DOTS.fullmatch(a[4]) or _DOTS.fullmatch(b[4])
     return not dots and b[0] - a[2] >= SPLIT_GAP * (b[3] - b[1])
+
+
+def _unit(segs: list[Seg], x: float) -> bool:
+    """Whether the text right of ``x`` is the same lower-case word in ``SPLIT_SHARE`` of the cells (a
+    unit after each number, "1 years", "10 years"): not a column of its own (a code in capitals
+    beside each number, "648765 AAA", is)."""
+    right = [" ".join(w[4] for w in s.words if w[0] > x) for s in segs]
+    common = max((right.count(t) for t in set(right) if t.isalpha() and t.islower()), default=0)
+    return common >= SPLIT_SHARE * len(segs)
 
 
 def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
