@@ -153,7 +153,10 @@ def _unmerged(g: Grid, words: list[Word]) -> Grid:
 
 
 def _words_of(g: Grid, cell: Box, words: list[Word]) -> list[Word]:
-    return [w for w in words if cell_at(g, (w[0] + w[2]) / 2, (w[1] + w[3]) / 2) == cell]
+    """The words whose centre is in ``cell`` (the box test first: most words are far from it)."""
+    x0, y0, x1, y1 = cell
+    near = [w for w in words if x0 <= (w[0] + w[2]) / 2 < x1 and y0 <= (w[1] + w[3]) / 2 < y1]
+    return [w for w in near if cell_at(g, (w[0] + w[2]) / 2, (w[1] + w[3]) / 2) == cell]
 
 
 def _one_per_column(g: Grid, j: int, n: int, cell: Box, words: list[Word]) -> bool:
