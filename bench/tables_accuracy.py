@@ -32,7 +32,8 @@ found on docling's born-digital pages whose ground truth has none, and on pypdf'
 prose samples. Extractors: chandra_ocr (the triage route: ``pdf/page_tables.py``),
 PyMuPDF ``find_tables()`` (default), pdfplumber ``extract_tables()`` (lines, and the "text"
 strategy) and camelot (stream, hybrid, lattice) where importable — ``--peers`` folders are
-appended to ``sys.path`` (e.g. ``uv pip install --target DIR pdfplumber camelot-py``).
+appended to ``sys.path`` (e.g. ``uv pip install --target DIR pdfplumber "camelot-py>=2,<3"``; or install
+both into the venv).
 """
 
 from __future__ import annotations
