@@ -256,9 +256,13 @@ def test_a_two_column_table_of_amounts_with_magnitudes_is_a_table():
 
 def _boxed_page(headers: list[tuple[str, str]]) -> pymupdf.Document:
     """Three boxes side by side between full-height column rules, each with a header and 8 rows."""
-    lines = [[(x, h[k]) for x, h in zip((72, 252, 432), headers, strict=True) for k in (0,)]]
-    lines[0] = [
-        (x + dx, h[k]) for x, h in zip((72, 252, 432), headers, strict=True) for dx, k in ((0, 0), (80, 1))
+    starts = (72, 252, 432)
+    lines = [
+        [
+            (x + dx, text)
+            for x, head in zip(starts, headers, strict=True)
+            for dx, text in zip((0, 80), head, strict=True)
+        ]
     ]
     for i in range(8):
         lines.append(
@@ -279,7 +283,7 @@ def test_a_table_wrapped_into_ruled_boxes_is_read_box_by_box():
     """Column rules splitting a region into boxes that repeat one header: one table per box."""
     _, tables = _tables(_boxed_page([("Age", "Total")] * 3)[0])
     assert len(tables) == 3 and all(_texts(t)[:2] == ["Age", "Total"] for t in tables)
-    assert "19 years" in _texts(tables[2]) or "19" in _texts(tables[2])
+    assert "19 years" in _texts(tables[2])
 
 
 def test_ruled_boxes_with_different_headers_are_not_read_box_by_box():
