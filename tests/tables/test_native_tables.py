@@ -22,7 +22,7 @@ import pytest
 from cell_match import anchor_grid, cell_match, filled_grid, norm
 
 from chandra_ocr.parse.html_text import html_to_text
-from chandra_ocr.parse.tables import table_from_html, table_text
+from chandra_ocr.parse.tables import grid, table_from_html, table_text
 from chandra_ocr.pdf.native_tables import native_tables
 from chandra_ocr.pdf.page_tables import page_tables
 from chandra_ocr.pdf.text_layer import text_blocks
@@ -208,3 +208,54 @@ def test_a_second_header_row_under_spanning_cells_is_header(corpus):
         for name in ("Improved Speed", "Decreased Accel", "Eliminate Stops", "Decreased Idle")
     )
     assert {c.row for c in table.cells if c.is_header} == {0, 1}
+
+
+def test_row_rules_stopping_short_of_the_label_column_give_one_label_per_row():
+    """A ruled body beside a column of row labels whose row rules stop at the body: the label
+    column is not one merged cell but a label per row."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    labels = ["Salaries", "Benefits", "Travel", "Rent", "Supplies", "Printing"]
+    top, step = 100, 20
+    bottom = top + step * (len(labels) + 1)
+    for x in (72, 200, 300, 400):
+        page.draw_line((x, top), (x, bottom), width=0.5)
+    page.draw_line((72, top), (400, top), width=0.5)
+    page.draw_line((72, top + step), (400, top + step), width=0.5)
+    page.draw_line((72, bottom), (400, bottom), width=0.5)
+    for k in range(2, len(labels) + 1):
+        page.draw_line((200, top + k * step), (400, top + k * step), width=0.5)
+    for x, text in ((76, "Cost"), (204, "Total"), (304, "Direct")):
+        page.insert_text((x, top + 14), text, fontsize=10)
+    for i, label in enumerate(labels, start=1):
+        page.insert_text((76, top + i * step + 14), label, fontsize=10)
+        page.insert_text((204, top + i * step + 14), f"{1000 * i:,}", fontsize=10)
+        page.insert_text((304, top + i * step + 14), f"{700 * i:,}", fontsize=10)
+    (table,) = native_tables(doc[0])
+    rows = [[c for c in row if c] for row in grid(table)]
+    assert ["Rent", "4,000", "2,800"] in rows and ["Salaries", "1,000", "700"] in rows
+
+
+def test_unshaded_rows_of_a_table_shaded_every_other_row_keep_their_columns():
+    """Cells shaded every other row draw the grid of those rows only: the rows between them are not
+    one cell spanning the table but cells in the same columns."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    xs, top, step = [72, 200, 270, 340, 410], 100, 20
+    labels = ["Total", "Charged", "Sentenced", "No prison", "Under a year", "Over a year"]
+    for r in range(len(labels) + 1):
+        y = top + r * step
+        if r % 2 == 0:  # shaded rows: one filled box per cell
+            for x0, x1 in zip(xs, xs[1:], strict=False):
+                page.draw_rect((x0 + 1, y + 1, x1 - 1, y + step - 1), color=None, fill=(0.8, 0.85, 0.9))
+        cells = (
+            ["District", "2009", "2010", "2011"]
+            if r == 0
+            else [labels[r - 1], *(str(97 * r + k) for k in range(3))]
+        )
+        for x, text in zip(xs, cells, strict=False):
+            page.insert_text((x + 4, y + 14), text, fontsize=10)
+    page.draw_rect((72, top, 410, top + step * (len(labels) + 1)), color=(0, 0, 0), width=0.5)
+    (table,) = native_tables(doc[0])
+    rows = [[c for c in row if c] for row in grid(table)]
+    assert ["Charged", "194", "195", "196"] in rows and ["Sentenced", "291", "292", "293"] in rows

@@ -16,6 +16,7 @@ import pytest
 from cell_match import anchor_grid, cell_match
 
 from chandra_ocr.pdf.page_tables import page_tables
+from chandra_ocr.pdf.stream_tables import split_columns, visual_rows
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
 
 CAMELOT = "camelot/tests/files/"
@@ -213,3 +214,109 @@ def test_right_to_left_cells_read_in_reading_order(corpus):
         tables = _tables(doc[0])[1]
     texts = {c.text for t in tables for c in t.cells}
     assert {"סך הכל", "סך הכל - לנפש", "הסקטור העסקי"} <= texts
+
+
+def _texts(table) -> list[str]:
+    return [c.text for c in table.cells if c.text]
+
+
+def test_a_table_of_rates_with_confidence_intervals_is_a_table():
+    """Cells like "(95% CI)" and "(41.1-43.9)" are ranges and units, not program code."""
+    head = [(72, "Group")] + [
+        (x + dx, t) for x in (180, 380) for dx, t in ((0, "no."), (50, "Rate"), (100, "(95% CI)"))
+    ]
+    lines = [head]
+    for i, name in enumerate(["Female", "Male", "Hispanic", "Non-Hispanic", "Total"]):
+        cells = (f"{900 + 13 * i:,}", f"{40 + i}.5", f"({39 + i}.1-{41 + i}.9)")
+        lines.append(
+            [(72, name)]
+            + [(x + dx, t) for x in (180, 380) for dx, t in zip((0, 50, 100), cells, strict=True)]
+        )
+    (table,) = _tables(_page(lines)[0])[1]
+    assert "(95% CI)" in _texts(table) and "(41.1-43.9)" in _texts(table)
+    assert table.n_cols == 7
+
+
+def test_a_table_above_two_column_prose_ends_where_the_prose_starts():
+    """Lines of prose set in two columns right below a table are not rows of it."""
+    prose = [" ".join(PROSE_WORDS[i : i + 7]) for i in (0, 7, 14, 21)]
+    lines = _table_lines() + [[(72, prose[k]), (360, prose[k + 1])] for k in (0, 2, 1, 0, 2)]
+    (table,) = _tables(_page(lines)[0])[1]
+    assert table.n_cols == 4 and not any(PROSE_WORDS[0] in t for t in _texts(table))
+
+
+def test_a_two_column_table_of_amounts_with_magnitudes_is_a_table():
+    """ "$1.1M" is a number: a label column beside amounts is a two-column table."""
+    names = ["Performance portal", "Risk program", "Cloud consolidation", "Dashboard", "Data catalogue"]
+    lines = [[(72, "Program"), (400, "Budget")]]
+    lines += [[(72, name), (400, f"${i}.{i + 1}M")] for i, name in enumerate(names, start=1)]
+    (table,) = _tables(_page(lines)[0])[1]
+    assert table.n_cols == 2 and "$2.3M" in _texts(table)
+
+
+def _boxed_page(headers: list[tuple[str, str]]) -> pymupdf.Document:
+    """Three boxes side by side between full-height column rules, each with a header and 8 rows."""
+    starts = (72, 252, 432)
+    lines = [
+        [
+            (x + dx, text)
+            for x, head in zip(starts, headers, strict=True)
+            for dx, text in zip((0, 80), head, strict=True)
+        ]
+    ]
+    for i in range(8):
+        lines.append(
+            [
+                (x + dx, t)
+                for x, j in ((72, i), (252, i + 8), (432, i + 16))
+                for dx, t in ((0, f"{j} years"), (80, f"{3000 - 37 * j:,}"))
+            ]
+        )
+    doc = _page(lines)
+    page = doc[0]
+    for x in (240, 420):
+        page.draw_line((x, 85), (x, 100 + 9 * 14), width=0.5)
+    return doc
+
+
+def test_a_table_wrapped_into_ruled_boxes_is_read_box_by_box():
+    """Column rules splitting a region into boxes that repeat one header: one table per box."""
+    _, tables = _tables(_boxed_page([("Age", "Total")] * 3)[0])
+    assert len(tables) == 3 and all(_texts(t)[:2] == ["Age", "Total"] for t in tables)
+    assert "19 years" in _texts(tables[2])
+
+
+def test_ruled_boxes_with_different_headers_are_not_read_box_by_box():
+    """Boxes that do not repeat a header (a form of boxed lists) are not split into tables."""
+    _, tables = _tables(_boxed_page([("Age", "Total"), ("Town", "Votes"), ("Item", "Count")])[0])
+    assert len(tables) != 3
+
+
+def test_numbers_set_close_in_two_columns_stay_two_cells():
+    """A row whose number runs up to the next column's ("1,234 12.5" with a gap narrower than a cell
+    gap) keeps one number per column: numbers do not span columns."""
+    names = ["North", "South", "East", "West", "Centre", "Islands"]
+    lines = [[(72, "Region"), (200, "Count"), (250, "Rate"), (320, "Note")]]
+    lines += [[(72, n), (200, f"{100 + i}"), (250, f"{10 + i}.5"), (320, "ok")] for i, n in enumerate(names)]
+    lines[3][1] = (222, "1,234")  # ends about 3 pt before the rate column
+    (table,) = _tables(_page(lines)[0])[1]
+    assert "1,234" in _texts(table) and "12.5" in _texts(table)
+    assert not any(" " in t for t in _texts(table) if t[0].isdigit())
+
+
+def test_a_number_and_its_unit_stay_one_cell():
+    """Right-aligned numbers before the same lower-case unit ("1 years", "10 years") are one column;
+    a code in capitals beside each number ("648765 AAA") still splits off."""
+
+    def columns(right: str) -> list[tuple[float, float]]:
+        words = []
+        for i, a in enumerate([1, 5, 10, 15, 20, 40]):
+            y = 100 + 14 * i
+            words += [
+                (90 - 5.56 * len(str(a)), y, 90.0, y + 12, str(a), 0, i, 0),
+                (95.6, y, 120.0, y + 12, right, 0, i, 1),
+            ]
+        return split_columns(visual_rows(words), [(78, 120)])[1]
+
+    assert columns("years") == [(78, 120)]
+    assert len(columns("AAA")) == 2

@@ -28,6 +28,8 @@ Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/st
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import re
 from collections import defaultdict
 
@@ -56,6 +58,8 @@ PAIRED = 3  # cells of a grid row, half of its filled cells at least, with numbe
 MAX_CELL_WORDS = 40  # a grid of one or two rows with a cell this long frames running text
 _LEADER_END = re.compile(r"(?:\.\s?){4,}$|…{2,}$")
 _NUMBER = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?")
+UNMERGE_ROWS = 4  # a one-column cell spanning this many grid rows with one text line per row is split
+UNMERGE_COLS = 3  # a one-row cell spanning this many grid columns with words in each, apart, is split
 _TOL = 1.0  # points: cell edges this close to a grid line are on it
 
 
@@ -77,7 +81,7 @@ def ruled_tables(page: pymupdf.Page, rules: Rules, words: list[Word]) -> list[tu
     """
     found = [
         (g, texts)
-        for g in _grids_in(rules, words, None)
+        for g in (_unmerged(g, words) for g in _grids_in(rules, words, None))
         if _usable(g, texts := _texts(g, words, page)) and _agrees(g, texts, words)
     ]
     tables: list[tuple[Table, frozenset[int]]] = []
@@ -107,6 +111,79 @@ def _grids_in(rules: Rules, words: list[Word], clip: Box | None, depth: int = 0)
         frame = _frame_cell(g)
         inner = _grids_in(rules, words, frame, depth + 1) if frame is not None and depth < 2 else []
         out.extend(inner or [g])
+    return out
+
+
+def _unmerged(g: Grid, words: list[Word]) -> Grid:
+    """``g`` with cells that are not merged split by the grid (the rules stop short of them):
+
+    - a one-column cell spanning ``UNMERGE_ROWS`` grid rows or more whose text lines stand one per
+      grid row in most of them (a stub column of row labels beside a ruled body);
+    - a one-row cell spanning ``UNMERGE_COLS`` grid columns or more whose words stand in most of
+      its columns, a cell gap apart (the unshaded rows of a table shaded every other row).
+    """
+    split: dict[Box, tuple[int, int, list[Box], bool]] = {}  # (row, column, parts, split into rows)
+    for i, row in enumerate(g.rows):
+        for j, cell in enumerate(row):
+            if cell is None:
+                continue
+            n_rows, n_cols = _covered(g.row_tops, i, cell[3]), _covered(g.col_lefts, j, cell[2])
+            if n_cols == 1 and n_rows >= UNMERGE_ROWS:
+                inside = _words_of(g, cell, words)
+                lines = {round((w[1] + w[3]) / 2) for w in inside}
+                hit = {bisect.bisect_right(g.row_tops, y) - 1 for y in lines}
+                if len(hit) == len(_merged_lines(lines)) >= 0.8 * n_rows:
+                    tops = g.row_tops[i : i + n_rows]
+                    ends = [*tops[1:], cell[3]]
+                    parts = [(cell[0], t, cell[2], e) for t, e in zip(tops, ends, strict=True)]
+                    split[cell] = (i, j, parts, True)
+            elif n_rows == 1 and n_cols >= UNMERGE_COLS and _one_per_column(g, j, n_cols, cell, words):
+                lefts = g.col_lefts[j : j + n_cols]
+                rights = [*lefts[1:], cell[2]]
+                parts = [(x0, cell[1], x1, cell[3]) for x0, x1 in zip(lefts, rights, strict=True)]
+                split[cell] = (i, j, parts, False)
+    if not split:
+        return g
+    rows = [list(r) for r in g.rows]
+    for i, j, parts, by_rows in split.values():
+        for k, part in enumerate(parts):
+            rows[i + k if by_rows else i][j if by_rows else j + k] = part
+    cells = [c for c in g.cells if c not in split] + [p for _, _, parts, _ in split.values() for p in parts]
+    return dataclasses.replace(g, cells=cells, rows=rows)
+
+
+def _words_of(g: Grid, cell: Box, words: list[Word]) -> list[Word]:
+    """The words whose centre is in ``cell`` (the box test first: most words are far from it)."""
+    x0, y0, x1, y1 = cell
+    near = [w for w in words if x0 <= (w[0] + w[2]) / 2 < x1 and y0 <= (w[1] + w[3]) / 2 < y1]
+    return [w for w in near if cell_at(g, (w[0] + w[2]) / 2, (w[1] + w[3]) / 2) == cell]
+
+
+def _one_per_column(g: Grid, j: int, n: int, cell: Box, words: list[Word]) -> bool:
+    """Whether the words of ``cell`` (grid columns ``j`` to ``j + n``) each lie inside one column, in
+    most of its columns, words in different columns a cell gap (their height) apart."""
+    inside = sorted(_words_of(g, cell, words), key=lambda w: w[0])
+    if not inside:
+        return False
+    edges = [*g.col_lefts[j : j + n], cell[2]]
+    cols = []
+    for w in inside:
+        k = bisect.bisect_right(edges, (w[0] + w[2]) / 2) - 1
+        if not (edges[k] - _TOL <= w[0] and w[2] <= edges[k + 1] + _TOL):
+            return False
+        cols.append(k)
+    for a, b, ka, kb in zip(inside, inside[1:], cols, cols[1:], strict=False):
+        if ka != kb and b[0] - a[2] < b[3] - b[1]:
+            return False
+    return len(set(cols)) >= 0.8 * n
+
+
+def _merged_lines(ys: set[int]) -> list[int]:
+    """Line middles (rounded) with those within two points of the one before counted once."""
+    out: list[int] = []
+    for y in sorted(ys):
+        if not out or y - out[-1] > 2:
+            out.append(y)
     return out
 
 

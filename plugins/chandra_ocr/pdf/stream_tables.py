@@ -54,6 +54,7 @@ SIDE_GAP = 2.5  # a gutter this many times the others' median between equal colu
 SPLIT_GAP = 0.3  # × word height: a word gap this wide, at one x in most cells of a column, splits it
 SPLIT_SHARE = 0.8
 APART = 3.0  # a last row this many usual row gaps below the one above is not the table's
+PROSE_NEAR = 2  # a short region with lines of prose set in columns this many rows around it needs numbers
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
 MIN_ROWS = 3
@@ -64,13 +65,14 @@ MIN_FILL = 0.45  # non-empty cells per grid position
 MIN_NUMERIC_2COL = 0.5  # a two-column region needs this share of numbers in its second column
 CODE_SHARE = 0.5  # this share of the text cells with code punctuation: a listing, not a table
 PROSE_WORDS = 7  # a column whose cells have this many words (median) is running text
-_NUMERIC = re.compile(r"[-+±−–(]?\s*[$€£¥]?\s*\d[\d\s,.]*%?\)?\*?\s*[$€£¥]?")
+_AMOUNT = r"[$€£¥]?\s*\d[\d\s,.]*(?:%|[KMBkm]|bn|mn)?"  # "$1.1M", "2.5bn"
+_NUMERIC = re.compile(rf"[-+±−–(]?\s*{_AMOUNT}(?:\s*[-–—]\s*{_AMOUNT})?\)?\*?\s*[$€£¥]?")  # a range counts
 _MARKER = re.compile(
     r"^(?:[•◦▪▫●○■□‣⁃∙·➢►▶✓✔\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\[\d{1,4}\]|\(?[ivx]{1,4}[.)])$"
 )
 _PAGE_NO = re.compile(r"[.\s…]*(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})")
 _DOTS = re.compile(r"[.…·]{1,}$|^[.…·]+$")
-_CODE = re.compile(r"[()\[\]{};=\"']")
+_CODE = re.compile(r"[\[\]{};=\"']|\w\(")  # "(95% CI)" or "Asian (non-Hispanic)" is not code, "f(x)" is
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
 
 
@@ -136,10 +138,28 @@ def stream_tables(
     rows = visual_rows(words)
     out = []
     for region in _regions(rows):
-        out += [
-            t for part in _side_by_side(region) if (t := _table(part, h_rules, v_rules, words)) is not None
-        ]
+        parts = [box for half in _side_by_side(region) for box in _repeated_boxes(half, v_rules)]
+        out += [t for part in parts if (t := _table(part, h_rules, v_rules, words)) is not None]
     return out
+
+
+def _repeated_boxes(region: list[Row], v_rules) -> list[list[Row]]:
+    """The region, or its boxes when drawn vertical rules down it split it into boxes that start with
+    the same header row (one table wrapped into side-by-side parts: each part is read as a table)."""
+    top, bottom = region[0].y0, region[-1].y1
+    x0, x1 = min(r.segs[0].x0 for r in region), max(r.segs[-1].x1 for r in region)
+    xs = sorted(
+        x for x, y0, y1 in v_rules if x0 < x < x1 and min(y1, bottom) - max(y0, top) >= 0.8 * (bottom - top)
+    )
+    if not xs:
+        return [region]
+    bounds = [x0 - 1, *xs, x1 + 1]
+    boxes = [
+        [r for r in _keep(region, lambda seg, a=a, b=b: a < (seg.x0 + seg.x1) / 2 < b) if r.segs]
+        for a, b in itertools.pairwise(bounds)
+    ]
+    heads = [next((tuple(s.text for s in r.segs) for r in box if len(r.segs) >= 2), None) for box in boxes]
+    return boxes if heads[0] is not None and all(h == heads[0] for h in heads) else [region]
 
 
 def _boxed(region: list[Row], cols: list[tuple[float, float]], v_rules) -> bool:
@@ -237,7 +257,7 @@ def _regions(rows: list[Row]) -> list[list[Row]]:
     bridge = 0
     for n, row in enumerate(rows):
         close = bool(run) and _close(run[-1], row)
-        if len(row.segs) >= 2:
+        if _multi(row):
             if run and close:
                 run.append(row)
             else:
@@ -254,7 +274,26 @@ def _regions(rows: list[Row]) -> list[list[Row]]:
             run, bridge = [], 0
     if run:
         out.append(run)
-    return [_trim(r) for r in out if sum(len(x.segs) >= 2 for x in r) >= MIN_ROWS]
+    at = {id(row): n for n, row in enumerate(rows)}
+    prose = [len(row.segs) >= 2 and not _multi(row) for row in rows]
+    kept = []
+    for r in out:
+        r = _trim(r)
+        multi = [x for x in r if _multi(x)]
+        if len(multi) < MIN_ROWS:
+            continue
+        near = range(max(at[id(r[0])] - PROSE_NEAR, 0), min(at[id(r[-1])] + PROSE_NEAR + 1, len(rows)))
+        numeric = sum(any(is_number(s.text) for s in x.segs) for x in multi)
+        if any(prose[k] for k in near) and 2 * numeric < len(multi) and len(multi) < 2 * MIN_ROWS:
+            continue  # a few lines of text between lines of prose set in columns: not a table
+        kept.append(r)
+    return kept
+
+
+def _multi(row: Row) -> bool:
+    """Whether ``row`` may be a table row: two segments or more, not lines of prose set in columns
+    (every segment of ``PROSE_WORDS`` words or more)."""
+    return len(row.segs) >= 2 and any(s.n_words < PROSE_WORDS for s in row.segs)
 
 
 def _close(above: Row, below: Row) -> bool:
@@ -274,7 +313,7 @@ def _lead(rows: list[Row], n: int) -> list[Row]:
 def _trim(run: list[Row]) -> list[Row]:
     """The run without trailing one-segment rows, nor a last row of text (no numbers) set apart
     (``APART`` × the usual row gap)."""
-    while run and len(run[-1].segs) < 2:
+    while run and not _multi(run[-1]):
         run = run[:-1]
     gaps = [b.y0 - a.y1 for a, b in zip(run, run[1:], strict=False)]
     apart = len(gaps) >= MIN_ROWS and gaps[-1] > APART * max(statistics.median(gaps), 1.0)
@@ -377,7 +416,7 @@ def split_columns(region: list[Row], cols: list[tuple[float, float]]):
         for lo, hi in sorted({g for seg in gaps for g in seg}):
             x = (lo + hi) / 2
             hits = sum(any(a < x < b for a, b in seg) for seg in gaps)
-            if len(inside) >= MIN_ROWS and hits >= SPLIT_SHARE * len(inside):
+            if len(inside) >= MIN_ROWS and hits >= SPLIT_SHARE * len(inside) and not _unit(inside, x):
                 cuts[k] = x
                 break
     if not cuts:
@@ -408,6 +447,15 @@ def _wide(a: Word, b: Word) -> bool:
     return not dots and b[0] - a[2] >= SPLIT_GAP * (b[3] - b[1])
 
 
+def _unit(segs: list[Seg], x: float) -> bool:
+    """Whether the text right of ``x`` is the same lower-case word in ``SPLIT_SHARE`` of the cells (a
+    unit after each number, "1 years", "10 years"): not a column of its own (a code in capitals
+    beside each number, "648765 AAA", is)."""
+    right = [" ".join(w[4] for w in s.words if w[0] > x) for s in segs]
+    common = max((right.count(t) for t in set(right) if t.isalpha() and t.islower()), default=0)
+    return common >= SPLIT_SHARE * len(segs)
+
+
 def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
     """A leading row of at most two cells, one spanning most columns: a title or caption, not a header."""
     return len(row) <= 2 and n_cols >= 3 and any(span >= 0.6 * n_cols for _, span, _ in row)
@@ -433,7 +481,7 @@ def _overlaps(seg: Seg, col: tuple[float, float]) -> bool:
 def place_cells(row: Row, cols: list[tuple[float, float]]) -> list[tuple[int, int, str]]:
     """(first column, colspan, text) of each cell of ``row``; segments sharing a column are joined."""
     cells: list[tuple[int, int, str]] = []
-    for s in row.segs:
+    for s in _numbers_apart(row.segs, cols):
         hit = [k for k, c in enumerate(cols) if _overlaps(s, c)]
         if not hit:  # inside a gutter: the nearest column to its left (or the first)
             hit = [max([k for k, c in enumerate(cols) if c[1] < s.x0] or [0])]
@@ -446,6 +494,19 @@ def place_cells(row: Row, cols: list[tuple[float, float]]) -> list[tuple[int, in
         else:
             cells.append((first, last - first + 1, s.text))
     return cells
+
+
+def _numbers_apart(segs: list[Seg], cols: list[tuple[float, float]]) -> list[Seg]:
+    """Segments with numbers set closer than a cell gap in two columns ("6,398 29.7") split into one
+    segment per number: numbers do not span columns."""
+    out = []
+    for s in segs:
+        numbers = len(s.words) >= 2 and all(is_number(w[4]) for w in s.words)
+        if numbers and sum(1 for c in cols if _overlaps(s, c)) >= 2:
+            out += [Seg([w]) for w in s.words]
+        else:
+            out.append(s)
+    return out
 
 
 def plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
