@@ -32,9 +32,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 
-from chandra_ocr.errors import StoreError
 from chandra_ocr.store.atomic import write_text_atomic
 from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.store.locks import take_lock
 
 log = logging.getLogger(__name__)
 
@@ -214,22 +214,16 @@ def _claim_files(layout: KbLayout):
 def _claims_lock(layout: KbLayout) -> Iterator[None]:
     """The claims lock: held for the few file operations of one call, waited for up to ``LOCK_WAIT_S``."""
     layout.claims_dir.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + LOCK_WAIT_S
+    path = layout.claims_dir / ".lock"
     with _IN_PROCESS:
-        fd = os.open(layout.claims_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            delay = 0.005
-            while True:
-                try:
-                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise StoreError(
-                            f"{layout.claims_dir / '.lock'} was held for over {LOCK_WAIT_S:.0f} s"
-                        ) from None
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.2)
+            take_lock(
+                lambda: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB),
+                LOCK_WAIT_S,
+                f"{path} was held for over {LOCK_WAIT_S:.0f} s",
+                max_delay_s=0.2,
+            )
             yield
         finally:
             os.close(fd)  # releases the lock
