@@ -148,7 +148,7 @@ def stage(layout: KbLayout, ids: list[str]) -> float:
     t0 = time.perf_counter()
     for n, d in enumerate(ids):
         doc, chunks = one_page_document(d, n)
-        write_staged(layout, d, document_rows(doc, chunks, run_id="bench", now=NOW))
+        write_staged(layout, "bench", d, document_rows(doc, chunks, run_id="bench", now=NOW))
     return time.perf_counter() - t0
 
 
@@ -184,7 +184,7 @@ def measured_load(layout: KbLayout, ids: list[str], work: Path) -> dict:
     time.sleep(0.5)  # the probe is connecting before the load starts
     io0, t0 = _io(), time.perf_counter()
     known_documents(layout)
-    load_documents(layout, ids)
+    load_documents(layout, "bench", ids)
     elapsed, io1 = time.perf_counter() - t0, _io()
     compacted = compact_if_due(layout)  # what a run does next, in a session of its own
     compaction_s, io2 = time.perf_counter() - t0 - elapsed, _io()
@@ -281,7 +281,7 @@ def nightly(work: Path, nights: int, per_night: int) -> dict:
         ids = [doc_id(f"x{night:03d}", i) for i in range(per_night)]
         stage(layout, ids)
         t0 = time.perf_counter()
-        load_documents(layout, ids)
+        load_documents(layout, "bench", ids)
         t1 = time.perf_counter()
         if compact_if_due(layout) is not None:  # as the run does after its load
             compactions.append(time.perf_counter() - t1)

@@ -28,14 +28,14 @@ def write_document(layout: KbLayout, doc_id: str, texts: list[str]) -> None:
         Chunk(f"{doc_id}-{t}", doc_id, i, "text", t, 1, ("H",), 1, 1, ((1, 1.0, 2.0, 3.0, 4.0),))
         for i, t in enumerate(texts)
     ]
-    write_staged(layout, doc_id, document_rows(doc, chunks, run_id="r", now=ASSEMBLED))
+    write_staged(layout, "r", doc_id, document_rows(doc, chunks, run_id="r", now=ASSEMBLED))
 
 
 def ingest(layout: KbLayout, docs: dict[str, list[str]]) -> None:
     """Write and load ``docs`` (doc_id → chunk texts) into the knowledge base."""
     for doc_id, texts in docs.items():
         write_document(layout, doc_id, texts)
-    load_documents(layout, list(docs))
+    load_documents(layout, "r", list(docs))
 
 
 def kb_chunks(layout: KbLayout) -> dict[str, str]:

@@ -64,7 +64,7 @@ def test_a_chunk_assembled_before_an_export_but_loaded_after_it_is_not_lost(tmp_
     _ingest(layout, {"d1": ["alpha"]})
     _write(layout, "d2", ["late"])  # assembled now (staged at ASSEMBLED, long before the export) ...
     export_changes(layout)
-    load_documents(layout, ["d2"])  # ... loaded only after the export
+    load_documents(layout, "r", ["d2"])  # ... loaded only after the export
     later = export_changes(layout)
     assert [r["chunk_id"] for r in pq.read_table(later.path).to_pylist()] == ["d2-late"]
 

@@ -241,10 +241,10 @@ def test_the_cli_loads_every_load_pages_and_at_the_end(tmp_path, samples, monkey
     loads: list[int] = []
     real = load_stage.load_documents
 
-    def counted(layout, doc_ids, *args):
+    def counted(layout, run_id, doc_ids, *args):
         doc_ids = list(doc_ids)
         loads.append(len(doc_ids))
-        return real(layout, doc_ids, *args)
+        return real(layout, run_id, doc_ids, *args)
 
     monkeypatch.setattr(load_stage, "load_documents", counted)
     monkeypatch.setattr(pipeline, "LOAD_PAGES", 1)
@@ -282,15 +282,15 @@ def test_documents_read_from_the_text_layer_alone_are_written_by_the_extract_sta
             born, mixed = sorted(batch.docs, key=lambda d: Path(d.source).name, reverse=True)
             assert (born.status, mixed.status) == ("ingested", None)
             assert (born.state, mixed.state) == ("written", "extracted")
-            assert layout.staged(born.doc_id).exists() and layout.export(born.doc_id, ".md").exists()
+            assert layout.staged("r1", born.doc_id).exists() and layout.export(born.doc_id, ".md").exists()
             assert not layout.document_checkpoint(born.doc_id).exists()
             assert layout.document_checkpoint(mixed.doc_id).exists()
-            assert not layout.staged(mixed.doc_id).exists()
-            written = layout.staged(born.doc_id).stat().st_mtime_ns
+            assert not layout.staged("r1", mixed.doc_id).exists()
+            written = layout.staged("r1", born.doc_id).stat().st_mtime_ns
             Assemble(ctx)(batch)
     finally:
         engine.close()
-    assert layout.staged(born.doc_id).stat().st_mtime_ns == written  # passed by
+    assert layout.staged("r1", born.doc_id).stat().st_mtime_ns == written  # passed by
     assert (born.state, mixed.state) == ("written", "written")
     Load(ctx)([batch])
     rows = kb_rows(layout.root, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")

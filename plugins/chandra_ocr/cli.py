@@ -113,7 +113,7 @@ def _vector_parsers(add) -> None:
     table.add_argument("table_no", type=int, help="1-based table number on the page")
     table.add_argument("--csv", action="store_true", help="CSV on stdout instead of a grid")
 
-    forget = add("forget", "remove documents (rows, staged rows, exports; vectors on the next feed)")
+    forget = add("forget", "remove documents (rows, exports; vectors on the next feed)")
     forget.add_argument("--kb", required=True)
     forget.add_argument("docs", nargs="+", help="doc_ids, unique doc_id prefixes, or file names")
 
@@ -203,6 +203,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     rate = summary.pages / summary.seconds if summary.seconds else 0.0
     statuses = ", ".join(f"{n} {status}" for status, n in sorted(summary.statuses.items())) or "none new"
     print(f"documents: {statuses}; {summary.pages} pages in {summary.seconds:.1f} s ({rate:.2f} pages/s)")
+    for run_id, n in sorted(summary.elsewhere.items()):
+        print(f"  {n} left to run {run_id}, which claimed or loaded them first")
     incomplete = _incomplete_documents(layout, summary.run_id) if summary.batches else []
     for name, status, error in incomplete:
         print(f"  {status}: {name}: {error}")

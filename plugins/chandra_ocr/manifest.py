@@ -8,8 +8,10 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 # A document's progress through the stages: planned by discover, extracted once its pages are
-# checkpointed (or its quarantine is decided), written once its staged rows and exports exist.
-DocState = Literal["planned", "extracted", "written"]
+# checkpointed (or its quarantine is decided), written once its staged rows and exports exist;
+# elsewhere once another run on the same KB claimed or loaded it first (``DocRef.owner``; no stage
+# of this run touches it again: stages/ownership.py).
+DocState = Literal["planned", "extracted", "written", "elsewhere"]
 
 
 @dataclass
@@ -29,6 +31,7 @@ class DocRef:
     output_tokens: int = 0
     local: str | None = None  # a remote source's copy in the work area, streamed once by discovery
     replaces: str | None = None  # doc_id of the older document at the same location (forgotten once loaded)
+    owner: str | None = None  # state ``elsewhere``: the run that ingests it instead of this one
 
     @property
     def readable(self) -> str:
@@ -77,16 +80,29 @@ class Batch:
         )
 
 
+def own_docs(batches: list[Batch]) -> list[DocRef]:
+    """The batches' documents this run ingests (not those another run claimed or loaded first)."""
+    return [d for b in batches for d in b.docs if d.state != "elsewhere"]
+
+
 def pages_read(batches: list[Batch]) -> int:
-    """Pages of the batches' documents that were read (a quarantined one has only a planning guess)."""
-    return sum(d.n_pages for b in batches for d in b.docs if d.status != "quarantined")
+    """Pages of the batches' documents that this run read (a quarantined one has only a planning guess)."""
+    return sum(d.n_pages for d in own_docs(batches) if d.status != "quarantined")
 
 
 def status_counts(batches: list[Batch]) -> dict[str, int]:
-    """Documents of the batches by outcome (``unknown`` for one that no stage finished)."""
+    """This run's documents of the batches by outcome (``unknown`` for one that no stage finished)."""
     counts: dict[str, int] = {}
-    for doc in (d for b in batches for d in b.docs):
+    for doc in own_docs(batches):
         counts[doc.status or "unknown"] = counts.get(doc.status or "unknown", 0) + 1
+    return counts
+
+
+def elsewhere_counts(batches: list[Batch]) -> dict[str, int]:
+    """Run id → documents of the batches that that run ingests instead of this one."""
+    counts: dict[str, int] = {}
+    for doc in (d for b in batches for d in b.docs if d.state == "elsewhere"):
+        counts[doc.owner or "?"] = counts.get(doc.owner or "?", 0) + 1
     return counts
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from chandra_ocr.config import IngestOptions
-from chandra_ocr.manifest import Batch, pages_read, status_counts
+from chandra_ocr.manifest import Batch, elsewhere_counts, pages_read, status_counts
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.discover import Discovery
 from chandra_ocr.pdf.sources import LocalSource, ObjectSource
 from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, RunContext, build_run_engine
 from chandra_ocr.stages.context import watching
+from chandra_ocr.store import claims
 from chandra_ocr.store.staging import arrow_schemas
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,11 @@ class RunSummary:
     def statuses(self) -> dict[str, int]:
         return status_counts(self.batches)
 
+    @property
+    def elsewhere(self) -> dict[str, int]:
+        """Run id → documents found new here that that run claimed or loaded first."""
+        return elsewhere_counts(self.batches)
+
 
 def load_groups(batches: list[Batch]) -> list[list[Batch]]:
     """Consecutive batches loaded together: each group ends once it holds ``LOAD_PAGES`` pages."""
@@ -65,14 +71,17 @@ def run(
     engine: OcrEngine | None = None,
     **filters: Any,
 ) -> RunSummary:
-    """Ingest new PDFs from ``source`` into the knowledge base at ``kb_dir``, end to end, in this process."""
+    """Ingest new PDFs from ``source`` into the knowledge base at ``kb_dir``, end to end, in this process.
+
+    The run is alive (store/claims.py) while this call lasts: documents it claims are left alone by
+    other runs on the same KB, and it leaves alone those they claimed or loaded first."""
     owns_engine = engine is None
     ctx = RunContext.new(kb_dir, options, engine=engine or build_run_engine(options))
     t0 = time.monotonic()
     engine = ctx.ocr
     loaded: Counter[str] = Counter()
     batches: list[Batch] = []
-    with watching(options):
+    with watching(options), claims.process_run(ctx.layout, ctx.run_id):
         try:
             planned = Discover(ctx)(source, **filters)
             batches = planned.batches

@@ -28,8 +28,8 @@ def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
     src, kb = landing(tmp_path / "landing", named), tmp_path / "kb"
     conf = {"source": str(src), "kb": str(kb), "engine": "cpu", "batch_pages": 1, "max_documents": 3}
     layout = KbLayout(kb)
-    blocked = layout.staged(_doc_id(src / "3_blocked.pdf"))
-    blocked.mkdir(parents=True)  # a folder where the document's staged rows must go: a real I/O failure
+    blocked = layout.export(_doc_id(src / "3_blocked.pdf"), ".md")
+    blocked.mkdir(parents=True)  # a folder where the document's export must go: a real I/O failure
 
     failed = run_dag("chandra_ocr_backfill", **conf)
     assert failed.state == "failed", failed.tasks
@@ -41,7 +41,8 @@ def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
     assert not layout.duckdb_path.exists()  # nothing half-loaded, no document quarantined for our disk
     scanned = _checkpoints(kb, _doc_id(src / "1_scanned.pdf"))
     assert scanned  # read, page by page, before the run failed
-    assert layout.staged(_doc_id(src / "2_born.pdf")).exists()  # written by its OCR task
+    born = _doc_id(src / "2_born.pdf")
+    assert list(layout.staging_root.glob(f"*/{born}.arrows"))  # written by its OCR task, for its run
 
     blocked.rmdir()
     resumed = run_dag("chandra_ocr_backfill", **conf)

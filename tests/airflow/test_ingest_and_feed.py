@@ -147,8 +147,9 @@ def _as_an_older_ingest(kb: Path, file_name: str) -> None:
     }
     con.close()
     rows["documents"][0]["pipeline_version"] = "0"
-    write_staged(layout, doc_id, rows)
-    load_documents(layout, [doc_id])
+    run_id = rows["documents"][0]["run_id"]  # its own run's rows: not another run's, left alone
+    write_staged(layout, run_id, doc_id, rows)
+    load_documents(layout, run_id, [doc_id])
 
 
 def test_reprocessing_a_document_exports_only_its_changed_chunks_and_tombstones(

@@ -32,13 +32,13 @@ def _ingest(src: Path, kb: Path) -> list[dict]:
         {"params": {"source": str(src), "kb": str(kb), "engine": "text"}}
     )
     manifests = []
-    for i, batch in enumerate(DiscoverOperator(task_id="discover", config=config).execute({"run_id": "r1"})):
-        batch = CompressOperator(task_id=f"c{i}", config=config, batch=batch).execute({"run_id": "r1"})
+    for i, batch in enumerate(DiscoverOperator(task_id="discover", config=config).execute({"run_id": "r"})):
+        batch = CompressOperator(task_id=f"c{i}", config=config, batch=batch).execute({"run_id": "r"})
         batch = ChandraOcrOperator(task_id=f"o{i}", config=config, batch=batch).execute({"run_id": "r"})
         manifests.append(
             AssembleOperator(task_id=f"a{i}", config=config, batch=batch).execute({"run_id": "r"})
         )
-    load_documents(KbLayout(kb), [d["doc_id"] for b in manifests for d in b["docs"]])
+    load_documents(KbLayout(kb), "r", [d["doc_id"] for b in manifests for d in b["docs"]])
     return [config, *manifests]
 
 

@@ -32,8 +32,8 @@ def test_reasons_are_grouped_without_their_details(tmp_path):
     ]
     doc = Document("d" * 64, "/in/a.pdf", "a.pdf", 1000, n_pages=len(pages), pages=pages, engine="vllm")
     layout = KbLayout(tmp_path / "kb")
-    write_staged(layout, doc.doc_id, document_rows(doc, [], run_id="r1", now=datetime.now(UTC)))
-    load_documents(layout, [doc.doc_id])
+    write_staged(layout, "r1", doc.doc_id, document_rows(doc, [], run_id="r1", now=datetime.now(UTC)))
+    load_documents(layout, "r1", [doc.doc_id])
 
     data = collect(layout)
     assert sorted(data.retries) == [("length", 1, 2), ("stop", 2, 3)]  # reason, pages, extra attempts

@@ -105,6 +105,14 @@ class AirflowStack:
             cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
 
+    def airflow(self, *args: str) -> str:
+        """Run an ``airflow`` CLI command against this stack (e.g. ``pools set``); returns its stdout."""
+        done = subprocess.run(
+            [str(BIN / "airflow"), *args], env=self.env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
     def wait_for_runs(self, timeout_s: float = 600) -> list[tuple]:
         """Until every DAG run (asset-triggered ones included) has ended; returns them all."""
         deadline = time.monotonic() + timeout_s

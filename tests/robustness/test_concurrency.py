@@ -1,10 +1,17 @@
 """Concurrent runs under a real scheduler: the nightly ingest DAG and a backfill over overlapping folders
 (plus a second ingest run, queued behind the first) end with each document once, no task failing on
-DuckDB's single-writer lock, and the DuckDB writers one at a time in their 1-slot pool."""
+DuckDB's single-writer lock or on the other run's files, and the DuckDB writers one at a time in their
+1-slot pool.
+
+The race is produced, not left to timing: the loader pool has no slot until both runs have discovered,
+claimed and assembled everything, so both find the shared documents new, and each shared document is
+left by one run to the other (store/claims.py), which the runs' records count."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import time
 from datetime import datetime
 from itertools import combinations
 from pathlib import Path
@@ -56,12 +63,15 @@ def test_overlapping_runs_load_each_document_once_and_writers_take_turns(corpus:
     stack.wait_for_dags(["chandra_ocr_ingest", "chandra_ocr_backfill", "chandra_ocr_vector_feed"])
 
     conf = {"kb": str(kb), "engine": "text"}
+    stack.airflow("pools", "set", LOADER_POOL, "0", "no load until both runs have assembled")
     triggers = [
         stack.trigger("chandra_ocr_ingest", "nightly", conf | {"source": str(src)}),
         stack.trigger("chandra_ocr_backfill", "backfill", conf | {"source": str(src / "sub")}),
     ]
     for t in triggers:
         assert t.wait(timeout=300) == 0, t.stderr.read()
+    _wait_for_both_loads_to_wait(stack)
+    stack.airflow("pools", "set", LOADER_POOL, "1", "the loader: one writer at a time")
     again = stack.trigger("chandra_ocr_ingest", "nightly-again", conf | {"source": str(src)})
     assert again.wait(timeout=300) == 0, again.stderr.read()
     runs = stack.wait_for_runs()
@@ -100,8 +110,28 @@ def test_overlapping_runs_load_each_document_once_and_writers_take_turns(corpus:
             "HAVING count(*) <> count(DISTINCT chunk_no) OR max(chunk_no) - min(chunk_no) + 1 <> count(*)"
         ).fetchall()
         loaded_runs = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+        metrics = con.execute("SELECT metrics FROM runs").fetchall()
+        left = [json.loads(m).get("elsewhere", {}) for (m,) in metrics]
     finally:
         con.close()
     assert (n_docs, n_ids) == (4, 4)  # a, b, c, d: copy_of_a is a's bytes, so a's document
     assert statuses == [("ingested",)] and not uneven and not gaps
     assert {"nightly", "backfill"} <= loaded_runs and "nightly-again" not in loaded_runs  # nothing left to do
+    # a, c and d were found by both runs: each was left by one run to the other, which loaded it
+    assert sum(n for counts in left for n in counts.values()) == 3, left
+    assert {run for counts in left for run in counts} <= {"nightly", "backfill"}
+
+
+def _wait_for_both_loads_to_wait(stack: AirflowStack, timeout_s: float = 600) -> None:
+    """Until both runs' ``load`` tasks wait for the loader pool: every batch discovered and assembled."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        loads = stack.query(
+            "SELECT run_id, state FROM task_instance "
+            "WHERE task_id = 'load' AND run_id IN ('nightly', 'backfill')"
+        )
+        assert not [r for r in loads if r[1] in ("failed", "upstream_failed")], loads
+        if len(loads) == 2 and all(r[1] in ("scheduled", "queued") for r in loads):
+            return
+        time.sleep(2)
+    raise AssertionError(f"the loads did not both reach the loader pool:\n{stack.tail()}")

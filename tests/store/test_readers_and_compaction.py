@@ -21,7 +21,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 def _stage(layout, doc_id, texts):
     doc, chunks = _doc(doc_id, texts)
-    write_staged(layout, doc_id, document_rows(doc, chunks, run_id="r", now=T0))
+    write_staged(layout, "r", doc_id, document_rows(doc, chunks, run_id="r", now=T0))
 
 
 def _count(layout, sql="SELECT count(*) FROM documents"):
@@ -65,12 +65,12 @@ def _ask(proc, sql):
 def test_a_load_succeeds_while_another_process_holds_a_read_only_connection(tmp_path):
     layout = KbLayout(tmp_path)
     _stage(layout, "d1", ["alpha"])
-    load_documents(layout, ["d1"])
+    load_documents(layout, "r", ["d1"])
     reader = _reader(layout)
     try:
         _stage(layout, "d2", ["beta"])
         started = time.monotonic()
-        load_documents(layout, ["d2"])
+        load_documents(layout, "r", ["d2"])
         assert time.monotonic() - started < 10  # not the old 120 s wait for the lock
         assert _ask(reader, "SELECT count(*) FROM documents") == "1"  # its snapshot: the file it opened
         assert _count(layout) == 2  # reopened: the new data
@@ -85,7 +85,7 @@ def test_a_load_succeeds_while_another_process_holds_a_read_only_connection(tmp_
 def test_a_reader_connecting_during_a_load_gets_the_last_committed_state_at_once(tmp_path):
     layout = KbLayout(tmp_path)
     _stage(layout, "d0", ["zero"])
-    load_documents(layout, ["d0"])
+    load_documents(layout, "r", ["d0"])
     ids = [f"d{i:03d}" for i in range(1, 301)]
     for doc_id in ids:
         _stage(layout, doc_id, ["alpha", "beta"])
@@ -95,7 +95,7 @@ def test_a_reader_connecting_during_a_load_gets_the_last_committed_state_at_once
             "-c",
             "import sys; from pathlib import Path; from chandra_ocr.store.layout import KbLayout; "
             "from chandra_ocr.store.duckdb_store import load_documents; "
-            f"load_documents(KbLayout(Path(sys.argv[1])), {ids!r})",
+            f"load_documents(KbLayout(Path(sys.argv[1])), 'r', {ids!r})",
             str(layout.root),
         ]
     )
@@ -118,14 +118,14 @@ def test_loads_add_a_bounded_number_of_files_and_compaction_keeps_the_live_rows(
     for run in range(2 * FAN_IN + 1):
         _stage(layout, f"r{run}", [f"text {run}", "common"])
         before = len(list((tmp_path / "parquet" / "chunks").glob("*.parquet")))
-        load_documents(layout, [f"r{run}"])
+        load_documents(layout, "r", [f"r{run}"])
         assert len(list((tmp_path / "parquet" / "chunks").glob("*.parquet"))) == before + 1  # the load alone
         merged += compact_if_due(layout) is not None  # what a run does after its load
         files = [p for p in (tmp_path / "parquet" / "chunks").iterdir()]
         assert len(files) < FAN_IN + 1  # merged as tiers fill up, not one file per load for ever
     assert merged == 2
     _stage(layout, "r1", ["text 1", "changed"])  # re-ingested: its old rows must go
-    load_documents(layout, ["r1"])
+    load_documents(layout, "r", ["r1"])
     forget_documents(layout, ["r2"])
     before = _rows(layout)
     assert {r[0] for r in before["documents"]} == {f"r{i}" for i in range(2 * FAN_IN + 1)} - {"r2"}
@@ -152,14 +152,14 @@ def test_a_kb_duckdb_with_the_rows_in_tables_is_moved_into_parquet_files_by_its_
     _stage(layout, "old", ["alpha"])
     con = duckdb.connect(str(layout.duckdb_path))  # the layout before the Parquet dataset
     con.execute(dataset_ddl())
-    for table, rows in read_staged(layout, ["old"]).items():
+    for table, rows in read_staged(layout, "r", ["old"]).items():
         con.register("old_rows", rows)
         con.execute(f"INSERT INTO {table} SELECT * FROM old_rows")
         con.unregister("old_rows")
     con.close()
-    layout.staged("old").unlink()
+    layout.staged("r", "old").unlink()
     _stage(layout, "new", ["beta"])
-    load_documents(layout, ["new"])
+    load_documents(layout, "r", ["new"])
     assert _count(layout, "SELECT string_agg(doc_id ORDER BY doc_id) FROM chunks") == "new,old"
     assert _count(layout, "SELECT count(*) FROM duckdb_views() WHERE view_name = 'documents'") == 1
     assert len(list((tmp_path / "parquet" / "documents").glob("part-*.parquet"))) == 2

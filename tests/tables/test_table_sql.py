@@ -142,8 +142,8 @@ def test_chandra_html_spans_reach_duckdb_as_the_right_grid(tmp_path: Path):
     page = Page(1, 612, 792, "ocr", "vllm", blocks=parsed.blocks, tables=parsed.tables)
     doc = Document("d" * 64, "/x/c.pdf", "c.pdf", 1, n_pages=1, pages=[page])
     layout = KbLayout(tmp_path)
-    write_staged(layout, doc.doc_id, document_rows(doc, [], run_id=None, now=datetime.now(UTC)))
-    load_documents(layout, [doc.doc_id])
+    write_staged(layout, "r", doc.doc_id, document_rows(doc, [], run_id="r", now=datetime.now(UTC)))
+    load_documents(layout, "r", [doc.doc_id])
     con = connect(layout, read_only=True)
     try:
         assert _db_grid(con, doc.doc_id, 1, 1) == CHANDRA_GRID

@@ -31,7 +31,7 @@ from chandra_ocr.airflow.sources import run_source
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.manifest import Batch, status_counts
+from chandra_ocr.manifest import Batch, elsewhere_counts, status_counts
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pdf.passwords import PasswordBook, parse_passwords
@@ -275,8 +275,9 @@ class LoadOperator(ConfiguredOperator):
     """Loads all batches' staged rows into the KB in one write session and records the run → a summary dict;
     then merges the Parquet files when a size tier has filled up (stages/load.py, store/compact.py).
 
-    The summary (``kb``, ``run_id``, ``documents`` by status, ``pages``, ``chunks``) also becomes
-    the ``extra`` of the event of ``kb_asset``, which is added to the task's outlets.
+    The summary (``kb``, ``run_id``, ``documents`` by status, ``pages``, ``chunks``, and ``elsewhere``:
+    documents left to other runs, by run) also becomes the ``extra`` of the event of ``kb_asset``,
+    which is added to the task's outlets.
 
     :param config: the run's ``RunConfig`` dict (templated)
     :param batches: the assembled ``Batch`` dicts (templated)
@@ -320,6 +321,9 @@ class LoadOperator(ConfiguredOperator):
             "pages": loaded["pages"],
             "chunks": loaded["chunks"],
         }
+        for run_id, n in sorted(elsewhere_counts(batches).items()):
+            log.info("%d document(s) left to run %s, which claimed or loaded them first", n, run_id)
+            summary.setdefault("elsewhere", {})[run_id] = n
         if share is not None:
             log.info("loaded: %s", share)
             summary["backfill"] = share

@@ -115,6 +115,7 @@ class RunConfig:
     def context(self, run_id: str, **kwargs: Any) -> RunContext:
         """The stages' context for one task of the run ``run_id`` (``kwargs``: engine, passwords)."""
         started = datetime.fromisoformat(self.started_at) if self.started_at else datetime.now(UTC)
+        kwargs.setdefault("series", _task_dag_id())
         return RunContext(self.layout(), self.ingest_options(), run_id, started, **kwargs)
 
     def filters(self) -> dict[str, Any]:
@@ -261,3 +262,14 @@ def _positive(value: Any, name: str) -> int | None:
     if int(value) < 1:
         raise ConfigError(f"{name} must be ≥ 1, got {value!r}")
     return int(value)
+
+
+def _task_dag_id() -> str | None:
+    """The DAG of the task running now: its runs never overlap (``max_active_runs=1``), which tells a
+    rerun that its failed predecessor's claims are free (store/claims.py); None outside a task."""
+    from airflow.sdk import get_current_context
+
+    try:
+        return get_current_context()["dag"].dag_id
+    except RuntimeError:  # not within a task's execution (a direct call, as some tests make)
+        return None

@@ -8,12 +8,13 @@ from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 
-from chandra_ocr.manifest import Batch
+from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.ocr.registry import reads_images
 from chandra_ocr.pdf.compress import CompressResult, compress_pdf
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
+from chandra_ocr.stages.ownership import claim_batch
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ class Compress:
     """``Compress(ctx)(batch)`` → the batch, each document's ``work_pdf`` set: its compressed copy when one
     was kept, else the original (a remote object's local copy). Each document is compressed in a worker
     under a time limit; an engine that renders no page (``text``) gains nothing from a smaller copy, so
-    its documents are passed by.
+    its documents are passed by, as are those another run claimed or loaded first (stages/ownership.py).
     Records the stage's seconds in ``batch.seconds["compress"]``."""
 
     def __init__(self, ctx: RunContext) -> None:
@@ -30,16 +31,18 @@ class Compress:
 
     def __call__(self, batch: Batch) -> Batch:
         ctx, pdf = self.ctx, self.ctx.options.pdf
+        claim_batch(ctx, batch)
+        docs = [d for d in batch.docs if d.state != "elsewhere"]
         progress = Progress(f"compress {batch.batch_id}", batch.pages, log, total_docs=len(batch.docs))
-        if pdf.compress and reads_images(ctx.options.engine):
+        if docs and pdf.compress and reads_images(ctx.options.engine):
             with ctx.pool() as workers:
-                self._record(batch, self._compressed(batch, workers), progress)
+                self._record(docs, self._compressed(docs, workers), progress)
         else:
-            self._record(batch, iter([None] * len(batch.docs)), progress)
+            self._record(docs, iter([None] * len(docs)), progress)
         batch.seconds["compress"] = progress.done()
         return batch
 
-    def _compressed(self, batch: Batch, workers: PdfWorkers) -> Iterator[CompressResult | None]:
+    def _compressed(self, docs: list[DocRef], workers: PdfWorkers) -> Iterator[CompressResult | None]:
         pdf = self.ctx.options.pdf
         job = partial(
             compress_pdf,
@@ -47,14 +50,14 @@ class Compress:
             timeout_s=pdf.compress_timeout_s,
             min_image_pixels=pdf.compress_min_image_pixels,
         )
-        args = [(Path(d.readable), self.ctx.layout.compressed_pdf(d.doc_id)) for d in batch.docs]
-        sizes = [d.n_pages for d in batch.docs]
+        args = [(Path(d.readable), self.ctx.layout.compressed_pdf(d.doc_id)) for d in docs]
+        sizes = [d.n_pages for d in docs]
         futures = workers.submit_largest_first(job, args, sizes, timeout=pdf.compress_timeout_s + 30)
         return (_result_or_none(f) for f in workers.in_order(futures, "compress"))
 
     @staticmethod
-    def _record(batch: Batch, results: Iterator[CompressResult | None], progress: Progress) -> None:
-        for doc, result in zip(batch.docs, results, strict=True):
+    def _record(docs: list[DocRef], results: Iterator[CompressResult | None], progress: Progress) -> None:
+        for doc, result in zip(docs, results, strict=True):
             kept = result if result is not None and result.kept else None
             doc.work_pdf = kept.output if kept else doc.readable
             doc.compressed_bytes = kept.bytes_after if kept else None

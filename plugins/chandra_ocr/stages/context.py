@@ -37,6 +37,7 @@ class RunContext:
     engine: OcrEngine | None = None  # the OCR engine: needed by the extract stage only
     passwords: PasswordBook | None = None  # else the book in ``options.pdf.passwords_file``, if set
     workers: PdfWorkers | None = None  # the pool a caller holds across stages (see ``pool``)
+    series: str | None = None  # runs that never overlap (an Airflow DAG's): store/claims.py
 
     @classmethod
     def new(

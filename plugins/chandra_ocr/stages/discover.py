@@ -13,6 +13,7 @@ from chandra_ocr.pdf.discover import Discovery, discover
 from chandra_ocr.pdf.sources import LocalSource, ObjectSource
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
+from chandra_ocr.store import claims
 from chandra_ocr.store.duckdb_store import document_versions, known_documents
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class Discover:
         self.ctx = ctx
 
     def __call__(self, source: str | Path | LocalSource | ObjectSource, **filters: Any) -> Planned:
+        claims.sweep(self.ctx.layout)  # what dead runs left: claims, staged rows
         discovery = self.find(source, **filters)
         log.info(
             "discovered %d new, %d known, %d duplicates, %d recent, %d refused",

@@ -31,6 +31,7 @@ from chandra_ocr.pdf.triage import DocumentTriage, triage_document
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
 from chandra_ocr.stages.fallback import RENDER_FAILED, FailedPage, Reading, ocr_page, run_fallbacks
+from chandra_ocr.stages.ownership import claim_batch
 from chandra_ocr.store import checkpoints
 from chandra_ocr.store.layout import KbLayout
 
@@ -80,6 +81,7 @@ class Extract:
     def __call__(self, batch: Batch) -> Batch:
         started = time.monotonic()
         ctx, engine = self.ctx, self.ctx.ocr
+        claim_batch(ctx, batch)  # documents another run claimed or loaded meanwhile are left to it
         with ctx.pool() as workers:
             reading = Reading(ctx, workers, engine_key(engine), _batch_passwords(batch, ctx))
             pending = _triage_all(reading, batch)
@@ -185,7 +187,8 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
     force = None if ctx.ocr.reads_images else "text"
     done: dict[str, ExtractRecord] = {}  # records checkpointed under this key by an earlier attempt
     todo: list[DocRef] = []
-    for doc in batch.docs:
+    docs = [d for d in batch.docs if d.state != "elsewhere"]
+    for doc in docs:
         stored = checkpoints.read_document_record(layout, doc.doc_id)
         if stored is not None and stored.engine_key == key:
             done[doc.doc_id] = stored
@@ -200,7 +203,7 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
     progress = Progress(f"triage {batch.batch_id}", sum(d.n_pages for d in todo), log, total_docs=len(todo))
     finished = reading.workers.in_order(submitted, "triage")
     pending = []
-    for doc in batch.docs:
+    for doc in docs:
         if doc.doc_id in triaging:
             record = _record_of(next(finished), key)
             progress.add(pages=doc.n_pages, docs=1)

@@ -5,13 +5,15 @@ deleted and, after the run's last load, the Parquet files merged where a size ti
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from chandra_ocr.manifest import Batch, DocRef, pages_read, run_metrics
+from chandra_ocr.manifest import Batch, DocRef, elsewhere_counts, own_docs, pages_read, run_metrics
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
+from chandra_ocr.store import claims
 from chandra_ocr.store.compact import compact_if_due
 from chandra_ocr.store.duckdb_store import RunRecord, forget_documents, load_documents
 
@@ -24,7 +26,9 @@ class Load:
     Each batch's ``seconds["load"]`` gets its share of the load's time, by pages. With ``run``
     (the run's batches: all of them, these included), the run's record is stored in the same
     session once the rows are in, so that it times this load too (``metrics`` added to its metrics),
-    and compaction follows in a session of its own: the load is published, and visible, first."""
+    the run's claims are released, and compaction follows in a session of its own: the load is
+    published, and visible, first. Documents another run claimed first are not this run's to load;
+    those another run loaded while this one worked on them are left to it (state ``elsewhere``)."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
@@ -32,27 +36,39 @@ class Load:
     def __call__(
         self, batches: list[Batch], run: list[Batch] | None = None, metrics: dict[str, Any] | None = None
     ) -> dict[str, int]:
+        ctx = self.ctx
         pages = sum(b.pages for b in batches)
-        docs = [d.doc_id for b in batches for d in b.docs]
-        progress = Progress(f"load {len(batches)} batch(es)", pages, log, total_docs=len(docs))
+        mine = own_docs(batches)
+        progress = Progress(f"load {len(batches)} batch(es)", pages, log, total_docs=len(mine))
 
         def share(seconds: float) -> None:
             for b in batches:
                 b.seconds["load"] = seconds * b.pages / max(pages, 1)
 
-        def record() -> RunRecord:
+        def leave(elsewhere: Mapping[str, str]) -> None:
+            for doc in mine:
+                if doc.doc_id in elsewhere:
+                    doc.state, doc.owner = "elsewhere", elsewhere[doc.doc_id]
+
+        def record(elsewhere: Mapping[str, str]) -> RunRecord:
+            leave(elsewhere)
             share(progress.elapsed())
-            made = run_record(self.ctx, run or batches)
+            made = run_record(ctx, run or batches)
             made.metrics.update(metrics or {})
             return made
 
-        counts = load_documents(self.ctx.layout, docs, record if run is not None else None)
-        after_load(self.ctx, [d for b in batches for d in b.docs])
-        progress.add(pages=pages, docs=len(docs))
+        recorded = run is not None and any(b.docs for b in run)  # also when other runs took every document
+        ids = [d.doc_id for d in mine]
+        loaded = load_documents(ctx.layout, ctx.run_id, ids, record if recorded else None)
+        leave(loaded.elsewhere)
+        after_load(ctx, [d for d in mine if d.state != "elsewhere"])
+        progress.add(pages=pages, docs=len(mine))
         share(progress.done())
-        if run is not None and any(b.docs for b in run):
-            compact_if_due(self.ctx.layout)
-        return counts
+        if run is not None:  # the run's last load: its claims and staging folder go (store/claims.py)
+            claims.end_run(ctx.layout, ctx.run_id)
+            if any(b.docs for b in run):
+                compact_if_due(ctx.layout)
+        return loaded.counts
 
 
 def after_load(ctx: RunContext, docs: list[DocRef]) -> None:
@@ -81,5 +97,7 @@ def run_record(ctx: RunContext, batches: list[Batch]) -> RunRecord:
         "engine": engines.pop() if len(engines) == 1 else None,
         "model": models.pop() if len(models) == 1 else None,
     }
-    n_docs = sum(len(b.docs) for b in batches)
-    return RunRecord(ctx.run_id, ctx.started, finished, n_docs, pages, metrics)
+    elsewhere = elsewhere_counts(batches)
+    if elsewhere:  # documents of the run that other runs ingested instead, by run
+        metrics["elsewhere"] = elsewhere
+    return RunRecord(ctx.run_id, ctx.started, finished, len(own_docs(batches)), pages, metrics)

@@ -50,7 +50,7 @@ def write_document(
 ) -> Written:
     """Chunk ``doc``, stage its rows and (unless quarantined) its exports; returns its status and tokens."""
     chunks = chunk_document(doc, options.chunk) if doc.status != "quarantined" else []
-    write_staged(layout, doc.doc_id, document_rows(doc, chunks, run_id=run_id, now=now))
+    write_staged(layout, run_id, doc.doc_id, document_rows(doc, chunks, run_id=run_id, now=now))
     if doc.status != "quarantined":
         write_text_atomic(layout.export(doc.doc_id, ".md"), document_markdown(doc))
         write_text_atomic(layout.export(doc.doc_id, ".json"), document_json(doc))

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
 
+from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.errors import StoreError
 from chandra_ocr.store.dataset import add_files, next_gen, write_file
 from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
@@ -90,41 +91,79 @@ def document_versions(layout: KbLayout) -> dict[str, tuple[str, str | None]]:
         con.close()
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """What one load did: rows loaded per table, and the documents another run had loaded first."""
+
+    counts: dict[str, int]
+    elsewhere: dict[str, str]  # doc_id → the run whose rows of it are in the KB (not loaded again)
+
+
 def load_documents(
-    layout: KbLayout, doc_ids: Iterable[str], run: Callable[[], RunRecord] | None = None
-) -> dict[str, int]:
-    """Load the staged rows of ``doc_ids`` in one write session; returns rows loaded per table.
+    layout: KbLayout,
+    run_id: str,
+    doc_ids: Iterable[str],
+    run: Callable[[Mapping[str, str]], RunRecord] | None = None,
+) -> Loaded:
+    """Load the rows of ``doc_ids`` staged by ``run_id`` in one write session.
 
     The rows become one new Parquet file per table (``kb/parquet/<table>/``), published with the
-    run's record at once; then the staged files are deleted. A document's rows are replaced as a whole
-    (no orphans); ``first_seen`` and, for unchanged chunks, ``updated_at`` survive re-ingestion,
-    new or changed chunks get the load's time as ``updated_at``; chunks that disappear get
-    tombstones. Keys are checked among the loaded rows. A document without staged rows that is already
-    in the knowledge base was loaded by an earlier try of the same load and is passed by.
-    ``run`` makes the run's record once the rows are in (so that it can time the load). The work
-    is that of the new rows (and a look-up of their doc_ids among the loaded ones), whatever the
-    KB's size; merging files is for ``compact_if_due`` afterwards (store/compact.py).
+    run's record at once; then the run's staged files are deleted. A document's rows are replaced as
+    a whole (no orphans); ``first_seen`` and, for unchanged chunks, ``updated_at`` survive
+    re-ingestion, new or changed chunks get the load's time as ``updated_at``; chunks that disappear
+    get tombstones. Keys are checked among the loaded rows. A document that another run loaded under
+    this pipeline version while this one worked on it is not loaded again (``Loaded.elsewhere``: runs
+    overlapping on one KB load each document once); one without staged rows that is already in the
+    knowledge base was loaded by an earlier try of the same load and is passed by. ``run`` makes the
+    run's record, given the documents loaded elsewhere, once the rows are in (so that it can time the
+    load). The work is that of the new rows (and a look-up of their doc_ids among the loaded ones),
+    whatever the KB's size; merging files is for ``compact_if_due`` afterwards (store/compact.py).
     """
     doc_ids = sorted(set(doc_ids))
-    staged = [d for d in doc_ids if layout.staged(d).exists()]
-    if len(staged) < len(doc_ids):
-        known = known_documents(layout)
-        missing = [d for d in doc_ids if d not in known and not layout.staged(d).exists()]
+    with write_session(layout) as session:
+        loaded = _document_runs(session.con, doc_ids)
+        elsewhere = {d: r or "?" for d, (r, v) in loaded.items() if r != run_id and v == PIPELINE_VERSION}
+        todo = [d for d in doc_ids if d not in elsewhere]
+        staged = [d for d in todo if layout.staged(run_id, d).exists()]
+        missing = [d for d in todo if d not in loaded and d not in staged]
         if missing:
             raise StoreError(f"no staged rows for {len(missing)} document(s), e.g. {missing[0]}")
-    with write_session(layout) as session:
-        counts = _load(session, staged) if staged else dict.fromkeys(DOCUMENT_TABLES, 0)
-        if run is not None and doc_ids:  # also when another run loaded them all first
-            _record_run(session.con, run())
-    for doc_id in staged:
-        layout.staged(doc_id).unlink(missing_ok=True)
+        counts = _load(session, run_id, staged) if staged else dict.fromkeys(DOCUMENT_TABLES, 0)
+        if run is not None:
+            _record_run(session.con, run(elsewhere))
+    for doc_id in doc_ids:
+        layout.staged(run_id, doc_id).unlink(missing_ok=True)
+    if elsewhere:
+        log.info("%d document(s) already loaded by other runs, not loaded again: %s", len(elsewhere),
+                 ", ".join(f"{d[:12]}… by {r}" for d, r in sorted(elsewhere.items())[:5]))  # fmt: skip
     log.info("loaded %d document(s) into %s: %s", len(staged), layout.duckdb_path, counts)
-    return counts
+    return Loaded(counts, elsewhere)
 
 
-def _load(session: WriteSession, doc_ids: list[str]) -> dict[str, int]:
+def document_runs(layout: KbLayout, doc_ids: list[str]) -> dict[str, tuple[str | None, str]]:
+    """doc_id → (run_id, pipeline_version) of those of ``doc_ids`` in the knowledge base."""
+    if not layout.duckdb_path.exists():
+        return {}
+    con = connect(layout, read_only=True)
+    try:
+        return _document_runs(con, doc_ids)
+    except duckdb.CatalogException:  # a KB without documents yet
+        return {}
+    finally:
+        con.close()
+
+
+def _document_runs(con: duckdb.DuckDBPyConnection, doc_ids: list[str]) -> dict[str, tuple[str | None, str]]:
+    rows = con.execute(
+        "SELECT doc_id, run_id, pipeline_version FROM documents WHERE list_contains(?::VARCHAR[], doc_id)",
+        [doc_ids],
+    ).fetchall()
+    return {d: (r, v) for d, r, v in rows}
+
+
+def _load(session: WriteSession, run_id: str, doc_ids: list[str]) -> dict[str, int]:
     con, layout = session.con, session.layout
-    counts = _stage(con, layout, doc_ids)
+    counts = _stage(con, layout, run_id, doc_ids)
     try:
         _merge(con, layout, [t for t in DOCUMENT_TABLES if counts[t]])
     finally:
@@ -132,14 +171,18 @@ def _load(session: WriteSession, doc_ids: list[str]) -> dict[str, int]:
     return counts
 
 
-def _stage(con: duckdb.DuckDBPyConnection, layout: KbLayout, doc_ids: list[str]) -> dict[str, int]:
-    """The staged rows of ``doc_ids`` in the keyed tables of ``staging``, an in-memory database
+def _stage(
+    con: duckdb.DuckDBPyConnection, layout: KbLayout, run_id: str, doc_ids: list[str]
+) -> dict[str, int]:
+    """The rows of ``doc_ids`` staged by ``run_id`` in the keyed tables of ``staging``, an in-memory database
     attached to the session (no second DuckDB instance): a duplicate key, or a NULL where the
     schema forbids one, fails the load here."""
     con.execute("ATTACH ':memory:' AS staging")
     con.execute(dataset_ddl("staging"))
     counts = {}
-    for table, rows in read_staged(layout, doc_ids).items():  # fixed identifiers, never document content
+    for table, rows in read_staged(
+        layout, run_id, doc_ids
+    ).items():  # fixed identifiers, never document content
         counts[table] = rows.num_rows
         if rows.num_rows:
             con.register("staged_rows", rows)
@@ -194,13 +237,13 @@ def _record_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
 
 
 def forget_documents(layout: KbLayout, doc_ids: Iterable[str]) -> dict[str, int]:
-    """Remove documents from the knowledge base (rows, staged rows, exports); returns rows deleted per table.
+    """Remove documents from the knowledge base (rows, exports); returns rows deleted per table.
 
     In one write session, every chunk of the documents gets a tombstone (so the vector feed's
     next export deletes their vectors) and their rows stop counting in every dataset table (until
-    compaction rewrites the files without them). Then their staged rows and Markdown/JSON exports
-    are deleted. Unknown ids are ignored. A document whose PDF is still in the source folder is
-    ingested again by the next run.
+    compaction rewrites the files without them). Then their Markdown/JSON exports are deleted (a
+    run's staged rows are that run's: store/claims.py removes a dead run's). Unknown ids are ignored.
+    A document whose PDF is still in the source folder is ingested again by the next run.
     """
     doc_ids = sorted(set(doc_ids))
     with write_session(layout) as session:
@@ -217,7 +260,7 @@ def forget_documents(layout: KbLayout, doc_ids: Iterable[str]) -> dict[str, int]
             f"INSERT OR REPLACE INTO kb_superseded SELECT doc_id, ? FROM documents {where}", [next_gen(con)]
         )
     for doc_id in doc_ids:
-        for path in [layout.staged(doc_id), layout.export(doc_id, ".md"), layout.export(doc_id, ".json")]:
+        for path in [layout.export(doc_id, ".md"), layout.export(doc_id, ".json")]:
             path.unlink(missing_ok=True)
     log.info("forgot %d document(s): %s", len(doc_ids), counts)
     return counts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,9 +38,27 @@ class KbLayout:
         while after compaction replaced a file, for readers of an older kb.duckdb."""
         return self.root / "snapshots" / table
 
-    def staged(self, doc_id: str) -> Path:
-        """The rows of one document for every table (store/staging.py), kept until they are loaded."""
-        return self.root / "staging" / f"{doc_id}.arrows"
+    @property
+    def staging_root(self) -> Path:
+        """One folder per run (``staging_dir``): staged rows and the run's owner record."""
+        return self.root / "staging"
+
+    def staging_dir(self, run_id: str) -> Path:
+        """What one run staged (store/staging.py) and its owner record (store/claims.py): no run reads
+        or deletes another's."""
+        return self.staging_root / run_folder(run_id)
+
+    def staged(self, run_id: str, doc_id: str) -> Path:
+        """The rows of one document for every table, staged by ``run_id`` and kept until it loads them."""
+        return self.staging_dir(run_id) / f"{doc_id}.arrows"
+
+    @property
+    def claims_dir(self) -> Path:
+        """Which run works on which document (store/claims.py): one small file per claimed document."""
+        return self.root / "claims"
+
+    def claim(self, doc_id: str) -> Path:
+        return self.claims_dir / doc_id
 
     def work_dir(self, doc_id: str) -> Path:
         """Scratch space of one document: compressed copy and page checkpoints."""
@@ -76,3 +95,9 @@ class KbLayout:
     def outbox(self) -> Path:
         """Vector-feed outbox: one Parquet file per export batch."""
         return self.root / "outbox"
+
+
+def run_folder(run_id: str) -> str:
+    """A run id as a folder name: Airflow's run ids (``manual__2026-01-01T00:00:00+00:00``) pass as they
+    are; any other character, and a leading dot, become ``_``."""
+    return re.sub(r"^\.|[^A-Za-z0-9_.:+~-]", "_", run_id) or "_"

@@ -17,7 +17,6 @@ import fcntl
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from chandra_ocr.store.dataset import (
     write_file,
 )
 from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
+from chandra_ocr.store.locks import take_lock
 from chandra_ocr.store.schema import apply_catalog, apply_helpers, sql_digest
 
 
@@ -112,20 +112,13 @@ def _discard(db: os.PathLike) -> None:
 
 @contextmanager
 def _write_lock(layout: KbLayout, wait_s: float) -> Iterator[None]:
-    deadline = time.monotonic() + wait_s
     with open(layout.write_lock, "a+b") as f:
-        delay = 0.02
-        while True:
-            try:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"another writer has held {layout.write_lock} for over {wait_s:.0f} s"
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        take_lock(
+            lambda: fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB),
+            wait_s,
+            f"another writer has held {layout.write_lock} for over {wait_s:.0f} s",
+            max_delay_s=1.0,
+        )
         try:
             yield
         finally:

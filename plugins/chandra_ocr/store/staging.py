@@ -1,5 +1,6 @@
-"""Staged rows: one Arrow IPC stream file per document (``kb/staging/<doc_id>.arrows``), typed by the
-SQL schema, written atomically by the workers and read by the loader.
+"""Staged rows: one Arrow IPC stream file per document and run (``kb/staging/<run>/<doc_id>.arrows``),
+typed by the SQL schema, written atomically by the workers and read by that run's loader: runs
+overlapping on one knowledge base never read or delete each other's.
 
 The file holds one record batch of one row with a ``list<struct>`` column per table: a document's
 rows for every table in one file, encoded without compression or statistics (they live for one run).
@@ -62,9 +63,10 @@ def _check_columns(table: str, rows: list[dict]) -> None:
         raise ValueError(f"columns not in the {table} schema: {sorted(extra)}")
 
 
-def write_staged(layout: KbLayout, doc_id: str, rows: dict[str, list[dict]]) -> None:
-    """Stage the rows of ``doc_id`` (a ``documents`` row is required; a missing table has no rows),
-    replacing what an earlier attempt staged: the loader replaces all of a document's rows."""
+def write_staged(layout: KbLayout, run_id: str, doc_id: str, rows: dict[str, list[dict]]) -> None:
+    """Stage the rows of ``doc_id`` for ``run_id`` (a ``documents`` row is required; a missing table has
+    no rows), replacing what an earlier attempt of the run staged: the loader replaces all of a
+    document's rows."""
     if len(rows.get("documents", [])) != 1:
         raise ValueError(f"staged rows of {doc_id} need exactly one documents row")
     unknown = set(rows) - set(DOCUMENT_TABLES)
@@ -79,14 +81,14 @@ def write_staged(layout: KbLayout, doc_id: str, rows: dict[str, list[dict]]) -> 
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema) as writer:
         writer.write_batch(batch)
-    write_bytes_atomic(layout.staged(doc_id), sink.getvalue().to_pybytes())
+    write_bytes_atomic(layout.staged(run_id, doc_id), sink.getvalue().to_pybytes())
 
 
-def read_staged(layout: KbLayout, doc_ids: list[str]) -> dict[str, pa.Table]:
-    """The staged rows of ``doc_ids`` (each must have a staged file), one Arrow table per table."""
+def read_staged(layout: KbLayout, run_id: str, doc_ids: list[str]) -> dict[str, pa.Table]:
+    """The rows of ``doc_ids`` staged by ``run_id`` (each has a staged file), an Arrow table per table."""
     batches = []
     for doc_id in doc_ids:
-        with pa.ipc.open_stream(layout.staged(doc_id)) as reader:
+        with pa.ipc.open_stream(layout.staged(run_id, doc_id)) as reader:
             batches.extend(reader)
     staged = pa.Table.from_batches(batches, staged_schema())
     return {
