@@ -141,8 +141,9 @@ CHARTS: dict[str, Chart] = {
         "Documents by status",
         "Every PDF ends in one of three states. Ingested: all of it is in the knowledge base. Partial: "
         "more of its pages than the failed-page budget (10 % by default) could not be read; the rest is "
-        "in. Quarantined: nothing was loaded (a corrupt, empty or encrypted file, for instance); the "
-        "reason is in the table below and in documents.error.",
+        "in. Quarantined: nothing was loaded (a corrupt, empty or encrypted file, for instance). Each "
+        "quarantined or partial file and its reason is listed under 'Quarantined and partial documents' "
+        "below (and in documents.error).",
         _documents,
     ),
     "pages": Chart(

@@ -42,6 +42,7 @@ def render_html(data: ReportData, charts: dict[str, bytes]) -> str:
         f"<h1>chandra_ocr run report</h1><div class='meta'>knowledge base {_e(data.kb)} · generated "
         f"{data.generated_at:%Y-%m-%d %H:%M:%S} UTC</div><div class='totals'>{totals}</div>",
         _section("documents", charts, _table(["status", "documents", "pages"], data.documents_by_status)),
+        _incomplete_table(data),
         _section("pages", charts, _table(["route", "engine", "status", "pages"], data.pages_by_route)),
         _section("throughput", charts, _runs_table(data)),
         _section("stages", charts, _stages_table(data)),
@@ -73,6 +74,14 @@ def _section(name: str, charts: dict[str, bytes], table: str) -> str:
         f"<h2 id='{name}'>{_e(chart.title)}</h2><section><div><img alt='{_e(chart.title)}' "
         f"src='data:image/png;base64,{image}'><p class='explain'>{_e(chart.explanation)}</p></div>"
         f"<div>{table}</div></section>"
+    )
+
+
+def _incomplete_table(data: ReportData) -> str:
+    n = data.totals.get("documents", 0) - sum(d for s, d, _ in data.documents_by_status if s == "ingested")
+    shown = f" (the latest {len(data.incomplete)} of {n})" if n > len(data.incomplete) else ""
+    return f"<h2 id='incomplete'>Quarantined and partial documents{shown}</h2>" + _table(
+        ["file", "status", "reason", "run"], data.incomplete
     )
 
 

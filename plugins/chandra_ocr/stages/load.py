@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from chandra_ocr.manifest import Batch, DocRef, pages_read, run_metrics
+from chandra_ocr.manifest import (
+    Batch,
+    DocRef,
+    incomplete,
+    incomplete_line,
+    pages_read,
+    run_metrics,
+    status_counts,
+)
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
 from chandra_ocr.store.compact import compact_if_due
@@ -48,6 +56,10 @@ class Load:
 
         counts = load_documents(self.ctx.layout, docs, record if run is not None else None)
         after_load(self.ctx, [d for b in batches for d in b.docs])
+        by_status = ", ".join(f"{n} {status}" for status, n in sorted(status_counts(batches).items()))
+        log.info("loaded %d document(s): %s", len(docs), by_status or "none")
+        for doc in incomplete(batches):
+            log.warning("%s", incomplete_line(doc))
         progress.add(pages=pages, docs=len(docs))
         share(progress.done())
         if run is not None and any(b.docs for b in run):

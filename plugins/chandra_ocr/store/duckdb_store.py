@@ -90,6 +90,20 @@ def document_versions(layout: KbLayout) -> dict[str, tuple[str, str | None]]:
         con.close()
 
 
+def incomplete_documents(
+    con: duckdb.DuckDBPyConnection, run_id: str | None = None, limit: int | None = None
+) -> list[tuple[str, str, str, str]]:
+    """(file name, status, reason, run id) of the quarantined or partial documents of the run ``run_id``
+    (by file name), else of every run (latest first); at most ``limit``."""
+    where, order = ("AND run_id = ?", "file_name") if run_id else ("", "ingested_at DESC, file_name")
+    return con.execute(
+        "SELECT file_name, status, coalesce(error, ''), run_id FROM documents "
+        f"WHERE status <> 'ingested' {where} ORDER BY {order}"
+        + (f" LIMIT {int(limit)}" if limit is not None else ""),
+        [run_id] if run_id else [],
+    ).fetchall()
+
+
 def load_documents(
     layout: KbLayout, doc_ids: Iterable[str], run: Callable[[], RunRecord] | None = None
 ) -> dict[str, int]:
@@ -118,7 +132,7 @@ def load_documents(
             _record_run(session.con, run())
     for doc_id in staged:
         layout.staged(doc_id).unlink(missing_ok=True)
-    log.info("loaded %d document(s) into %s: %s", len(staged), layout.duckdb_path, counts)
+    log.info("rows of %d staged document(s) stored in %s: %s", len(staged), layout.duckdb_path, counts)
     return counts
 
 
