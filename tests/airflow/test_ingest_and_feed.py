@@ -122,6 +122,23 @@ def test_fail_on_incomplete_turns_a_quarantine_into_a_failed_run_after_the_load_
     assert "quarantined broken.pdf: " in out.out + out.err
 
 
+def test_mapped_batches_are_labelled_with_their_batch_documents_and_pages(world, first):
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    batches = {b["batch_id"]: b for b in xcom("chandra_ocr_ingest", first.run_id, "discover")}
+    with create_session() as session:
+        tis = session.query(TaskInstance).filter_by(run_id=first.run_id, task_id="batch.extract").all()
+        labels = sorted(ti.rendered_map_index for ti in tis)
+    expected = []
+    for batch_id, batch in batches.items():
+        names = [Path(d["source"]).name for d in batch["docs"]]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        pages = sum(d["n_pages"] for d in batch["docs"])
+        expected.append(f"{batch_id}: {len(names)} doc(s), {pages} pages: {shown}")
+    assert labels == sorted(expected)
+
+
 def test_the_kb_asset_event_carries_the_runs_counts(world, first):
     events = [e["extra"] for e in asset_events() if e["source_run_id"] == first.run_id]
     assert len(events) == 1

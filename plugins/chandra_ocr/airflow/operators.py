@@ -32,7 +32,7 @@ from chandra_ocr.airflow.sources import run_source
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.manifest import Batch, incomplete, status_counts
+from chandra_ocr.manifest import Batch, file_names, incomplete, status_counts
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pdf.passwords import PasswordBook, parse_passwords
@@ -174,11 +174,13 @@ class DiscoverOperator(ConfiguredOperator):
 
 
 class _BatchOperator(ConfiguredOperator):
-    """A stage that takes one batch manifest and returns it updated."""
+    """A stage that takes one batch manifest and returns it updated; each mapped instance is labelled in
+    the UI with its batch (``label``) instead of a bare map index."""
 
     template_fields: Sequence[str] = ("config", "batch")
 
     def __init__(self, *, batch: Templated[dict[str, Any]], **kwargs: Any) -> None:
+        kwargs.setdefault("map_index_template", "{{ task.label }}")
         super().__init__(**kwargs)
         self.batch = batch
 
@@ -186,6 +188,12 @@ class _BatchOperator(ConfiguredOperator):
     def manifest(self) -> Batch:
         """The batch, once Airflow rendered it (in ``execute``)."""
         return Batch.from_dict(rendered(self.batch))
+
+    @property
+    def label(self) -> str:
+        """``<batch id>: N doc(s), M pages: first file names`` (the mapped instance's name in the UI)."""
+        batch = self.manifest
+        return f"{batch.batch_id}: {len(batch.docs)} doc(s), {batch.pages} pages: {file_names(batch.docs, 3)}"
 
 
 class CompressOperator(_BatchOperator):
