@@ -15,7 +15,7 @@ from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, 
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pdf.sources import open_source
-from chandra_ocr.store.duckdb_store import connect
+from chandra_ocr.store.duckdb_store import connect, incomplete_documents
 from chandra_ocr.store.layout import KbLayout
 
 RECENT_SHOWN = 5  # files skipped as still being written that a run names
@@ -206,7 +206,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for run_id, n in sorted(summary.elsewhere.items()):
         print(f"  {n} left to run {run_id}, which claimed or loaded them first")
     incomplete = _incomplete_documents(layout, summary.run_id) if summary.batches else []
-    for name, status, error in incomplete:
+    for name, status, error, _run in incomplete:
         print(f"  {status}: {name}: {error}")
     print(f"knowledge base: {layout.duckdb_path}")
     if summary.discovery.new:
@@ -235,15 +235,11 @@ def _print_discovery(d, settle_seconds: float) -> None:
         print(f"  {note}")
 
 
-def _incomplete_documents(layout: KbLayout, run_id: str) -> list[tuple[str, str, str]]:
-    """(file, status, error) of the run's documents that are quarantined or partial."""
+def _incomplete_documents(layout: KbLayout, run_id: str) -> list[tuple[str, str, str, str]]:
+    """(file, status, error, run) of the run's documents that are quarantined or partial."""
     con = connect(layout, read_only=True)
     try:
-        return con.execute(
-            "SELECT file_name, status, coalesce(error, '') FROM documents "
-            "WHERE run_id = ? AND status <> 'ingested' ORDER BY file_name",
-            [run_id],
-        ).fetchall()
+        return incomplete_documents(con, run_id)
     finally:
         con.close()
 

@@ -71,6 +71,9 @@ class IngestOptions:
     failed_page_budget: float = 0.1  # share of failed pages above which a document is `partial`
     reprocess: bool = False  # redo documents already in the knowledge base
     rehash: bool = False  # read and hash every source entry, even those unchanged since the last run
+    # A run that leaves a document quarantined or partial fails (Airflow: its report task, once the
+    # report is written; the CLI's `run` exits 1 whatever this says).
+    fail_on_incomplete: bool = False
     pdf: PdfOptions = field(default_factory=PdfOptions)
     chunk: ChunkOptions = field(default_factory=ChunkOptions)
     engine_options: Mapping[str, Any] = field(default_factory=dict)  # passed to the engine's own options

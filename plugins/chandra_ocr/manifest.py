@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import posixpath
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
@@ -27,6 +28,7 @@ class DocRef:
     compress_method: str | None = None
     state: DocState = "planned"
     status: str | None = None  # the outcome once known: ingested | partial | quarantined
+    error: str | None = None  # why it is partial or quarantined
     prompt_tokens: int = 0  # spent on its pages, fallback attempts included (set by assemble)
     output_tokens: int = 0
     local: str | None = None  # a remote source's copy in the work area, streamed once by discovery
@@ -88,6 +90,22 @@ def own_docs(batches: list[Batch]) -> list[DocRef]:
 def pages_read(batches: list[Batch]) -> int:
     """Pages of the batches' documents that this run read (a quarantined one has only a planning guess)."""
     return sum(d.n_pages for d in own_docs(batches) if d.status != "quarantined")
+
+
+def incomplete(batches: list[Batch]) -> list[DocRef]:
+    """This run's documents of the batches that are quarantined or partial (``error`` says why)."""
+    return [d for d in own_docs(batches) if d.status in ("quarantined", "partial")]
+
+
+def incomplete_line(doc: DocRef) -> str:
+    """``<status> <source>: <reason>``, as the stages' warnings name a quarantined or partial document."""
+    return f"{doc.status} {doc.source}: {doc.error or 'no reason recorded'}"
+
+
+def file_names(docs: list[DocRef], shown: int = 5) -> str:
+    """The first ``shown`` documents' file names, then how many more (for one log line)."""
+    names = ", ".join(posixpath.basename(d.source) or d.source for d in docs[:shown])
+    return names + (f" and {len(docs) - shown} more" if len(docs) > shown else "")
 
 
 def status_counts(batches: list[Batch]) -> dict[str, int]:

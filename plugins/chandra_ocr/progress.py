@@ -53,17 +53,21 @@ class Progress:
     def _emit(self) -> None:
         self.last = time.monotonic()
         elapsed = max(self.last - self.start, 1e-9)
-        docs = f"{self.docs}/{self.total_docs} docs" if self.total_docs else f"{self.docs} docs"
+        if not (self.total or self.total_docs or self.pages or self.docs):
+            self.log.info("%s: nothing to do", self.what)
+            return
+        docs = f"{self.docs}/{self.total_docs} docs, " if self.total_docs else f"{self.docs} docs, "
+        docs = docs if self.docs or self.total_docs else ""  # a count of pages alone (OCR pages)
         if self.total:
             rate = self.pages / elapsed
             left = max(self.total - self.pages, 0) / rate if rate > 0 else None
-            counts = f"{docs}, {self.pages}/{self.total} pages, {rate:.2f} pages/s"
+            counts = f"{docs}{self.pages}/{self.total} pages, {rate:.2f} pages/s"
         elif self.total_docs:
             rate = self.docs / elapsed
             left = max(self.total_docs - self.docs, 0) / rate if rate > 0 else None
-            counts = f"{docs}, {self.pages} pages, {rate:.2f} docs/s"
-        else:
-            left = None
-            counts = f"{docs}, {self.pages} pages, {self.docs / elapsed:.2f} docs/s"
-        eta = "?" if left is None else f"{left:.0f}s"
+            counts = f"{docs}{self.pages} pages, {rate:.2f} docs/s"
+        else:  # no total known (a folder walk): counts and rate, no ETA
+            self.log.info("%s: %s%d pages, %.2f docs/s", self.what, docs, self.pages, self.docs / elapsed)
+            return
+        eta = "not yet known" if left is None else f"{left:.0f}s"
         self.log.info("%s: %s, ETA %s", self.what, counts, eta)

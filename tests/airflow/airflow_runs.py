@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,23 @@ class DagRunResult:
     run_id: str
     state: str
     tasks: dict[tuple[str, int], str]  # (task_id, map_index) → state
+    logs: list[logging.LogRecord] = field(default_factory=list)  # what the run's tasks logged
 
     def states(self, task_id: str) -> list[str]:
         return [s for (t, _), s in sorted(self.tasks.items()) if t == task_id]
+
+    def messages(self, logger: str, level: int = logging.INFO) -> list[str]:
+        """What the logger ``logger`` logged at ``level`` or above during the run."""
+        return [r.getMessage() for r in self.logs if r.name == logger and r.levelno >= level]
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 def dagbag():
@@ -46,13 +61,18 @@ def run_dag(dag_id: str, **conf: Any) -> DagRunResult:
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
 
-    run = dagbag().dags[dag_id].test(run_conf=conf)
+    records, root = _Records(), logging.getLogger()
+    root.addHandler(records)
+    try:
+        run = dagbag().dags[dag_id].test(run_conf=conf)
+    finally:
+        root.removeHandler(records)
     with create_session() as session:
         tis = session.query(TaskInstance).filter(
             TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id
         )
         tasks = {(ti.task_id, ti.map_index): str(ti.state) for ti in tis}
-    return DagRunResult(run.run_id, str(run.state), tasks)
+    return DagRunResult(run.run_id, str(run.state), tasks, records.records)
 
 
 def asset_events(name: str = "chandra_ocr_kb") -> list[dict[str, Any]]:

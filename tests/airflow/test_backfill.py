@@ -50,6 +50,9 @@ def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
     assert _checkpoints(kb, _doc_id(src / "1_scanned.pdf")) == scanned  # not read again
     rows = query(kb, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")
     assert rows == [(f"{n}.pdf", "ingested", resumed.run_id) for n in ("1_scanned", "2_born", "3_blocked")]
+    (stopped,) = resumed.messages("chandra_ocr.airflow.backfill")  # the continue task says why it ends
+    assert stopped.endswith("stopped because max_documents (3) reached with 1 matching file(s) left untaken; "
+                            "trigger the backfill again (a higher max_documents) to take them")  # fmt: skip
 
 
 def test_modified_window_selects_files_by_modification_time(tmp_path, inputs):
@@ -80,7 +83,7 @@ def test_a_missing_pool_fails_the_run_at_preflight_with_the_fix_in_the_message(t
 
 
 def test_a_backfill_over_more_batches_than_one_run_maps_continues_itself_until_done(
-    tmp_path, inputs, monkeypatch, caplog
+    tmp_path, inputs, monkeypatch, caplog, capfd
 ):
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
@@ -114,7 +117,9 @@ def test_a_backfill_over_more_batches_than_one_run_maps_continues_itself_until_d
     assert second.state == "success", second.tasks
     assert len(second.states("batch.assemble")) == 1
     assert triggered() == []  # done: no third run
-    assert "backfill complete: 3 of 3 batches done" in caplog.text
+    assert "backfill complete: 3 of 3 batches done; stopped because all batches done" in caplog.text
+    out = capfd.readouterr()
+    assert "XCom not found" not in out.out + out.err  # the "Triggered DAG" link of a run that triggered none
     assert query(kb, "SELECT count(*) FROM documents WHERE status = 'ingested'") == [(3,)]
     records = query(kb, "SELECT run_id, metrics->>'backfill' FROM runs ORDER BY started_at")
     assert records == [(first.run_id, "2 of 3 batches done"), (second.run_id, "3 of 3 batches done")]

@@ -41,7 +41,7 @@ def test_ingest_and_backfill_share_one_graph_mapped_over_batches():
     assert set(backfill.params) == {
         "source", "kb", "engine", "preset", "batch_pages",
         "modified_since", "modified_until", "max_documents", "reprocess",
-        "source_conn_id", "rehash", "backfill_batches_done", "backfill_batches_total",
+        "source_conn_id", "rehash", "fail_on_incomplete", "backfill_batches_done", "backfill_batches_total",
     }  # fmt: skip
     ocr = ingest.get_task("batch.extract")
     assert (ocr.pool, ocr.queue, ocr.retry_exponential_backoff) == ("chandra_ocr_gpu", "gpu", 2.0)

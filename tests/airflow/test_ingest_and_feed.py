@@ -7,7 +7,9 @@ the backfill DAG; the feed then exports only that document's changes and deletio
 
 from __future__ import annotations
 
+import html
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +80,63 @@ def test_first_run_ingests_born_digital_and_scanned_and_quarantines_broken(world
                               "WHERE d.file_name = 'scanned.pdf' GROUP BY ALL")  # fmt: skip
     assert [(route, engine) for route, engine, _ in scanned] == [("ocr", "cpu")]
     assert inputs.scanned_phrase in " ".join(scanned[0][2].lower().split())
+
+
+def test_each_broken_file_is_named_with_its_reason_in_the_logs_the_report_and_the_event(world, first, inputs):
+    """Quarantines are visible where Airflow users look: extract's and load's warnings, the run report's
+    list and the KB asset event's extra (the run itself stays green: fail_on_incomplete is off)."""
+    broken = {f"{n}.pdf" for n in inputs.by_role("broken")}
+    reasons = dict(query(world.kb, "SELECT file_name, error FROM documents WHERE status = 'quarantined'"))
+    assert set(reasons) == broken and all(reasons.values())
+    paths = {name: str(world.source / name) for name in broken}
+    for stage in ("extract", "load"):
+        warned = first.messages(f"chandra_ocr.stages.{stage}", logging.WARNING)
+        for name in broken:
+            assert f"quarantined {paths[name]}: {reasons[name]}" in warned, (stage, warned)
+    counts = dict(query(world.kb, "SELECT status, count(*) FROM documents GROUP BY ALL"))
+    loaded = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    assert f"loaded {sum(counts.values())} document(s): {loaded}" in first.messages("chandra_ocr.stages.load")
+    (extra,) = [e["extra"] for e in asset_events() if e["source_run_id"] == first.run_id]
+    assert extra["documents"]["quarantined"] == len(broken)
+    assert sorted((e["file"], e["status"], e["reason"]) for e in extra["incomplete"]) == sorted(
+        (paths[n], "quarantined", reasons[n]) for n in broken
+    )
+    page = (world.kb / "report" / "report.html").read_text()
+    listed = page[page.index("id='incomplete'") :].split("</table>")[0]
+    for name in broken:
+        reason = html.escape(reasons[name])
+        assert f"<td>{name}</td><td>quarantined</td><td>{reason}</td><td>{first.run_id}</td>" in listed
+
+
+def test_fail_on_incomplete_turns_a_quarantine_into_a_failed_run_after_the_load_and_report(
+    tmp_path, inputs, capfd
+):
+    src = landing(tmp_path / "landing", {"born": inputs.pdfs["born_a"], "broken": inputs.pdfs["broken_a"]})
+    kb = tmp_path / "kb"
+    run = run_dag("chandra_ocr_ingest", source=str(src), kb=str(kb), engine="text", fail_on_incomplete=True)
+    assert run.state == "failed" and run.states("load") == ["success"] and run.states("report") == ["failed"]
+    assert [e for e in asset_events() if e["source_run_id"] == run.run_id]  # the load was published
+    assert "broken.pdf" in (kb / "report" / "report.html").read_text()
+    out = capfd.readouterr()
+    assert "1 document(s) quarantined or partial in this run (fail_on_incomplete is on" in out.out + out.err
+    assert "quarantined broken.pdf: " in out.out + out.err
+
+
+def test_mapped_batches_are_labelled_with_their_batch_documents_and_pages(world, first):
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    batches = {b["batch_id"]: b for b in xcom("chandra_ocr_ingest", first.run_id, "discover")}
+    with create_session() as session:
+        tis = session.query(TaskInstance).filter_by(run_id=first.run_id, task_id="batch.extract").all()
+        labels = sorted(ti.rendered_map_index for ti in tis)
+    expected = []
+    for batch_id, batch in batches.items():
+        names = [Path(d["source"]).name for d in batch["docs"]]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        pages = sum(d["n_pages"] for d in batch["docs"])
+        expected.append(f"{batch_id}: {len(names)} doc(s), {pages} pages: {shown}")
+    assert labels == sorted(expected)
 
 
 def test_the_kb_asset_event_carries_the_runs_counts(world, first):

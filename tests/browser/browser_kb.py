@@ -63,5 +63,5 @@ def fallback_document(layout: KbLayout) -> None:
                    error="1 of 1 pages fell back", n_pages=1, pages=[page])  # fmt: skip
     chunk = Chunk(f"{FALLBACK_ID}-0", FALLBACK_ID, 0, "text", blocks[0].text, 4, (), 1, 1,
                   ((1, 72.0, 72.0, 540.0, 120.0),))  # fmt: skip
-    write_staged(layout, FALLBACK_ID, document_rows(doc, [chunk], run_id="r", now=datetime.now(UTC)))
-    load_documents(layout, [FALLBACK_ID])
+    write_staged(layout, "r", FALLBACK_ID, document_rows(doc, [chunk], run_id="r", now=datetime.now(UTC)))
+    load_documents(layout, "r", [FALLBACK_ID])

@@ -114,3 +114,31 @@ def test_destination_must_differ_from_source(corpus: Path) -> None:
     src = corpus / "derived/phototest.scan.pdf"
     with pytest.raises(ConfigError):
         compress_pdf(src, src, min_dpi=MIN_DPI, timeout_s=10)
+
+
+def _page_with_image(doc: pymupdf.Document, text: str) -> None:
+    page = doc.new_page()
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 1600, 1000), False)
+    pix.clear_with(200)
+    page.insert_image(pymupdf.Rect(50, 300, 550, 612), pixmap=pix)
+    page.insert_textbox(pymupdf.Rect(50, 50, 550, 290), text, fontsize=10)
+
+
+def test_only_images_on_pages_triage_sends_to_ocr_call_for_compression(tmp_path: Path) -> None:
+    from chandra_ocr.config import PdfOptions
+    from chandra_ocr.pdf.compress import has_raster_images
+
+    text = "A born-digital page with a figure under its text layer, read from that layer. " * 12
+    doc = pymupdf.open()
+    _page_with_image(doc, text)
+    doc.save(tmp_path / "born.pdf")
+    _page_with_image(doc, "")  # a second page: the same figure and no text, a page to render
+    doc.save(tmp_path / "mixed.pdf")
+    routes, pixels = PdfOptions(), 1_000_000
+    assert has_raster_images(tmp_path / "born.pdf", pixels)  # the image alone would call for a rewrite...
+    assert not has_raster_images(tmp_path / "born.pdf", pixels, routes)  # ...but no page of it is rendered
+    assert has_raster_images(tmp_path / "mixed.pdf", pixels, routes)
+    result = compress_pdf(tmp_path / "born.pdf", tmp_path / "out.pdf", min_dpi=MIN_DPI, timeout_s=60,
+                          min_image_pixels=pixels, routes=routes)  # fmt: skip
+    assert (result.method, result.kept) == ("none", False)
+    assert result.note == "no large raster image on a page to render"

@@ -91,7 +91,7 @@ def test_the_page_is_self_contained_and_its_charts_are_pngs(report):
     assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:|//|file:)""", text, re.I)
     assert not soup.find_all(["script", "link"])
     images = soup.find_all("img")
-    assert len(images) == 6
+    assert len(images) == 6 - len(soup.find_all("p", class_="none")) >= 4  # an empty chart is one line
     for img in images:
         prefix = "data:image/png;base64,"
         assert img["src"].startswith(prefix)
@@ -115,3 +115,27 @@ def test_cli_writes_the_report_into_the_kb_and_refuses_a_folder_without_one(inge
     assert (ingested_kb.kb / "report" / "report.png").stat().st_size > 0
     assert main(["report", "--kb", str(tmp_path / "nothing")]) == 2
     assert "no knowledge base" in capsys.readouterr().err
+
+
+def test_quarantined_and_partial_documents_are_listed_with_reason_and_run(ingested_kb, report):
+    _, _, soup = report
+    listed = _table_after(soup, "Quarantined and partial documents")
+    expected = ingested_kb.rows(
+        "SELECT file_name, status, error, run_id FROM documents WHERE status <> 'ingested' ORDER BY file_name"
+    )
+    assert expected and sorted(map(tuple, listed)) == sorted(expected)  # samples/broken.pdf at least
+
+
+def test_an_empty_chart_is_one_line_and_run_ids_read_as_kind_date_and_time(one_document_kb, tmp_path):
+    from chandra_ocr.report.charts import CHARTS, run_label
+
+    soup = BeautifulSoup(write_report(one_document_kb.kb, tmp_path).html.read_text(), "lxml")
+    h2 = soup.find("h2", id="reasons")  # one born-digital document: no retry, no fallback
+    assert (
+        h2.find_next_sibling().name == "p"
+        and h2.find_next_sibling().get_text() == CHARTS["reasons"].when_empty
+    )
+    assert not soup.find("img", alt=CHARTS["reasons"].title) and soup.find("img", alt=CHARTS["pages"].title)
+    assert run_label("manual__2026-12-06T19:46:49.687664+00:00") == "manual 2026-12-06 19:46:49"
+    assert run_label("cli-20261206T194649-1a2b3c") == "cli-20261206T194649-1a2b3c"
+    assert run_label("x" * 20 + "y" * 20) == "x" * 20 + "y" + "…" + "y" * 8

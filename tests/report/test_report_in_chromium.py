@@ -70,3 +70,43 @@ def test_the_report_of_one_document_reads_as_a_person_sees_it(one_document_kb, t
         assert chart.title in text
     for phrase in ("failed-page budget", "named after the slash", "pages per second", "paging values"):
         assert phrase in text, text[-3000:]
+
+
+def _widths(html: Path, folder: Path) -> tuple[int, int]:
+    """(document scroll width, window inner width) of ``html`` in a 1280-pixel-wide headless Chromium,
+    measured by a script added to a copy of the page (the report itself has none)."""
+    probe = folder / "probe.html"
+    measure = ("<script>document.title = document.documentElement.scrollWidth + ' ' + window.innerWidth;"
+               "</script></body>")  # fmt: skip
+    probe.write_text(html.read_text().replace("</body>", measure))
+    done = subprocess.run(
+        [shutil.which("chromium") or "chromium", *FLAGS, f"--user-data-dir={folder / 'profile'}",
+         "--window-size=1280,2400", "--dump-dom", probe.as_uri()],
+        check=True, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    title = done.stdout.split("<title>")[1].split("</title>")[0]
+    scroll, inner = map(int, title.split())
+    return scroll, inner
+
+
+def test_the_report_fits_a_1280_pixel_screen_with_airflow_run_ids_and_long_names(ingested_kb, tmp_path):
+    """Airflow's long run ids, a deep source path and a long reason: no column is pushed off screen."""
+    import dataclasses
+
+    from chandra_ocr.report import collect
+    from chandra_ocr.report.charts import chart_pngs
+    from chandra_ocr.report.page import render_html
+    from chandra_ocr.store.layout import KbLayout
+
+    data = collect(KbLayout(ingested_kb.kb))
+    data.runs = [
+        dataclasses.replace(r, run_id=f"scheduled__2026-12-0{i + 1}T00:00:00.123456+00:00")
+        for i, r in enumerate(data.runs)
+    ]
+    deep = "/".join(["archive", "department-of-water-quality", "2025", "quarterly-reports"] * 3)
+    data.incomplete.append((f"{deep}/scan-{'x' * 60}.pdf", "partial", "3 of 40 pages could not be read " * 8,
+                            data.runs[0].run_id))  # fmt: skip
+    html = tmp_path / "report.html"
+    html.write_text(render_html(data, chart_pngs(data)))
+    scroll, inner = _widths(html, tmp_path)
+    assert inner == 1280 and scroll <= inner

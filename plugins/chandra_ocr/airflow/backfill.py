@@ -15,8 +15,8 @@ import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
-from airflow.sdk import Context
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunLink, TriggerDagRunOperator
+from airflow.sdk import BaseOperator, Context
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ class BackfillProgress:
     mapped: int  # by this run
     left: int  # for the runs after this one
     mapped_documents: int
+    untaken: int = 0  # matching files past ``max_documents``, which no run of this backfill takes
 
     @property
     def total(self) -> int:
@@ -51,10 +52,23 @@ class BackfillProgress:
         return asdict(self)
 
 
-def progress(params: dict[str, Any], planned: int, mapped: int, mapped_documents: int) -> BackfillProgress:
+def progress(
+    params: dict[str, Any], planned: int, mapped: int, mapped_documents: int, untaken: int = 0
+) -> BackfillProgress:
     """This run's share, from the run's Params (set when an earlier run continued the backfill)."""
     done_before = int(params.get(DONE_PARAM) or 0)
-    return BackfillProgress(done_before, mapped, planned - mapped, mapped_documents)
+    return BackfillProgress(done_before, mapped, planned - mapped, mapped_documents, untaken)
+
+
+def stop_reason(conf: dict[str, Any], done: BackfillProgress) -> str:
+    """Why the backfill ends with this run (``next_conf`` gave None), for its last log line."""
+    if done.left and conf.get("max_documents") is not None:
+        return (f"max_documents ({conf['max_documents']}) reached with {done.left} planned batch(es) "
+                f"and {done.untaken} more matching file(s) left untaken")  # fmt: skip
+    if done.untaken:
+        return (f"max_documents ({conf.get('max_documents')}) reached with {done.untaken} matching file(s) "
+                "left untaken; trigger the backfill again (a higher max_documents) to take them")  # fmt: skip
+    return "all batches done, no matching file left"
 
 
 def next_conf(conf: dict[str, Any], done: BackfillProgress) -> dict[str, Any] | None:
@@ -69,11 +83,25 @@ def next_conf(conf: dict[str, Any], done: BackfillProgress) -> dict[str, Any] | 
     return out
 
 
+class _TriggeredRunLink(TriggerDagRunLink):
+    """The "Triggered DAG" link, empty when the task triggered nothing: the base link's look-up of
+    the triggered run's XCom would log "XCom not found" as an error after every finished backfill."""
+
+    def get_link(self, operator: BaseOperator, *, ti_key: Any) -> str:
+        if not getattr(operator, "triggered", False):
+            return ""
+        return super().get_link(operator, ti_key=ti_key)
+
+
 class ContinueBackfillOperator(TriggerDagRunOperator):
-    """The backfill DAG's last task: triggers its next run while batches are left (see the module).
+    """The backfill DAG's last task: triggers its next run while batches are left (see the module);
+    the run that ends the backfill logs why (all done, or ``max_documents`` reached and what is left).
 
     :param discover_task_id: the task that recorded the run's ``BackfillProgress``
     """
+
+    operator_extra_links = [_TriggeredRunLink()]
+    triggered = False  # set once this task instance has triggered the next run
 
     def __init__(self, *, discover_task_id: str, trigger_dag_id: str, **kwargs: Any) -> None:
         super().__init__(trigger_dag_id=trigger_dag_id, **kwargs)
@@ -84,8 +112,10 @@ class ContinueBackfillOperator(TriggerDagRunOperator):
         done = BackfillProgress(**value)
         conf = next_conf(dict(context["dag_run"].conf or {}), done)
         if conf is None:
-            log.info("backfill complete: %s", done.line())
+            log.info("backfill complete: %s; stopped because %s", done.line(),
+                     stop_reason(dict(context["dag_run"].conf or {}), done))  # fmt: skip
             return
         log.info("backfill: %s; triggering the next run for the %d left", done.line(), done.left)
         self.conf = conf
+        self.triggered = True
         super().execute(context)

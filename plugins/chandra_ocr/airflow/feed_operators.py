@@ -12,7 +12,7 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
-from chandra_ocr.airflow.operators import ConfiguredOperator
+from chandra_ocr.airflow.operators import ConfiguredOperator, triggering_kbs
 from chandra_ocr.airflow.settings import RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.vector.outbox import export_changes
@@ -39,10 +39,8 @@ class FeedExportOperator(ConfiguredOperator):
         self.feed = feed
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        events = context.get("triggering_asset_events") or {}
-        kbs = sorted({e.extra["kb"] for evs in events.values() for e in evs if e.extra.get("kb")})
         out = []
-        for kb in kbs or [self.run_config.kb]:
+        for kb in triggering_kbs(context) or [self.run_config.kb]:
             layout = RunConfig.from_dict(self.config | {"kb": kb}).layout()
             result = export_changes(layout, self.feed)
             out.append({"kb": kb, "export_no": result.export_no, "path": str(result.path or ""),

@@ -53,6 +53,9 @@ def run_params(*, backfill: bool) -> dict[str, Param]:
                         description=empty.format(env="CHANDRA_OCR_PRESET", default="olmocr2")),
         "batch_pages": Param(None, type=["null", "integer"], minimum=1, title="Pages per mapped batch",
                              description=empty.format(env="CHANDRA_OCR_BATCH_PAGES", default=200)),
+        "fail_on_incomplete": Param(None, type=["null", "boolean"], title="Fail on quarantine",
+                                    description="fail the run when a document is quarantined or partial; "
+                                    + empty.format(env="CHANDRA_OCR_FAIL_ON_INCOMPLETE", default="false")),
     }  # fmt: skip
     if backfill:
         params |= {

@@ -7,6 +7,7 @@ Templated parameters are marked *(templated)*; an XCom reference (``task.output`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from chandra_ocr.airflow.sources import run_source
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.manifest import Batch, elsewhere_counts, status_counts
+from chandra_ocr.manifest import Batch, elsewhere_counts, file_names, incomplete, status_counts
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pdf.passwords import PasswordBook, parse_passwords
@@ -39,6 +40,8 @@ from chandra_ocr.preflight import check_engine_options, check_fallbacks
 from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, build_run_engine
 
 log = logging.getLogger(__name__)
+
+EVENT_INCOMPLETE_SHOWN = 50  # quarantined or partial documents named in the KB asset event (counts: all)
 
 
 class PreflightOperator(BaseOperator):
@@ -73,13 +76,22 @@ class PreflightOperator(BaseOperator):
             )
         variable = Variable.get(VARIABLE, default=None, deserialize_json=True)
         config = resolve_run_config(context["params"], variable, os.environ)
+        kbs = triggering_kbs(context)
+        if len(kbs) == 1:  # the feed: the knowledge base whose update started this run
+            config = dataclasses.replace(config, kb=kbs[0])
         check_run_paths(config, os.environ, source=self.needs_source)
         check_engine_options(config.ingest_options())
         check_fallbacks(config.ingest_options())
-        log.info(
-            "run settings: source=%s kb=%s engine=%s", config.source, config.kb, config.options["engine"]
-        )
+        log.info("run settings: %s", config.describe())
+        if kbs:
+            log.info("knowledge base(s) of the triggering asset event(s): %s", ", ".join(kbs))
         return config.to_dict()
+
+
+def triggering_kbs(context: Context) -> list[str]:
+    """The knowledge bases named by the asset events that triggered the run (``extra["kb"]``), sorted."""
+    events = context.get("triggering_asset_events") or {}
+    return sorted({e.extra["kb"] for evs in events.values() for e in evs if e.extra.get("kb")})
 
 
 class ConfiguredOperator(BaseOperator):
@@ -94,6 +106,10 @@ class ConfiguredOperator(BaseOperator):
     @property
     def run_config(self) -> RunConfig:
         return RunConfig.from_dict(self.config)
+
+    def pre_execute(self, context: Any) -> None:
+        """Every task's log names the knowledge base and the settings it works with."""
+        log.info("settings: %s", self.run_config.describe())
 
 
 class DiscoverOperator(ConfiguredOperator):
@@ -122,13 +138,22 @@ class DiscoverOperator(ConfiguredOperator):
         planned_batches = len(batches)
         batches = batches[:limit]
         share = backfill.progress(
-            context.get("params") or {}, planned_batches, len(batches), sum(len(b.docs) for b in batches)
-        )
+            context.get("params") or {}, planned_batches, len(batches), sum(len(b.docs) for b in batches),
+            discovery.untaken,
+        )  # fmt: skip
+        if discovery.untaken:
+            log.info("max_documents (%s) reached: %d more matching file(s) not taken by this run",
+                     cfg.max_documents, discovery.untaken)  # fmt: skip
         if share.left:
             log.warning("%d batches planned; mapping the first %d (core.max_map_length), the rest next run",
                         planned_batches, limit)  # fmt: skip
-        log.info("batches %d to %d of %d mapped in this run (%d done before it, %d left after it)",
-                 share.done_before + 1, share.done, share.total, share.done_before, share.left)  # fmt: skip
+        if batches:
+            log.info(
+                "batches %d to %d of %d mapped in this run (%d done before it, %d left after it)",
+                share.done_before + 1, share.done, share.total, share.done_before, share.left,
+            )  # fmt: skip
+        else:
+            log.info("nothing new to ingest: no batch mapped, the batch tasks and load are skipped")
         if "ti" in context:
             context["ti"].xcom_push(key=backfill.XCOM_KEY, value=share.to_dict())
         log.info(
@@ -149,11 +174,13 @@ class DiscoverOperator(ConfiguredOperator):
 
 
 class _BatchOperator(ConfiguredOperator):
-    """A stage that takes one batch manifest and returns it updated."""
+    """A stage that takes one batch manifest and returns it updated; each mapped instance is labelled in
+    the UI with its batch (``label``) instead of a bare map index."""
 
     template_fields: Sequence[str] = ("config", "batch")
 
     def __init__(self, *, batch: Templated[dict[str, Any]], **kwargs: Any) -> None:
+        kwargs.setdefault("map_index_template", "{{ task.label }}")
         super().__init__(**kwargs)
         self.batch = batch
 
@@ -161,6 +188,12 @@ class _BatchOperator(ConfiguredOperator):
     def manifest(self) -> Batch:
         """The batch, once Airflow rendered it (in ``execute``)."""
         return Batch.from_dict(rendered(self.batch))
+
+    @property
+    def label(self) -> str:
+        """``<batch id>: N doc(s), M pages: first file names`` (the mapped instance's name in the UI)."""
+        batch = self.manifest
+        return f"{batch.batch_id}: {len(batch.docs)} doc(s), {batch.pages} pages: {file_names(batch.docs, 3)}"
 
 
 class CompressOperator(_BatchOperator):
@@ -320,6 +353,9 @@ class LoadOperator(ConfiguredOperator):
             "documents": status_counts(batches),
             "pages": loaded["pages"],
             "chunks": loaded["chunks"],
+            "incomplete": [
+                {"file": d.source, "status": d.status, "reason": d.error} for d in incomplete(batches)
+            ][:EVENT_INCOMPLETE_SHOWN],
         }
         for run_id, n in sorted(elsewhere_counts(batches).items()):
             log.info("%d document(s) left to run %s, which claimed or loaded them first", n, run_id)

@@ -7,16 +7,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
+from airflow.sdk.exceptions import AirflowFailException
 
 from chandra_ocr.airflow.settings import RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.report import write_report
+from chandra_ocr.store.duckdb_store import connect, incomplete_documents
 
 log = logging.getLogger(__name__)
 
 
 class ReportOperator(BaseOperator):
-    """Writes ``<kb>/report/report.html`` and ``report.png`` for the run's KB → their paths.
+    """Writes ``<kb>/report/report.html`` and ``report.png`` for the run's KB → their paths; then, with
+    the run setting ``fail_on_incomplete``, fails (no retry) when the run left a document quarantined or
+    partial.
 
     :param config: the run's ``RunConfig`` dict (templated)
     """
@@ -29,6 +33,25 @@ class ReportOperator(BaseOperator):
         self.config = config
 
     def execute(self, context: Context) -> dict[str, str]:
-        files = write_report(RunConfig.from_dict(rendered(self.config)).kb)
-        log.info("run report: %s (overview %s)", files.html, files.png)
+        config = RunConfig.from_dict(rendered(self.config))
+        files = write_report(config.kb)
+        log.info("run report of kb %s: %s (overview %s)", config.kb, files.html, files.png)
+        if config.ingest_options().fail_on_incomplete:
+            _fail_on_incomplete(config, context["run_id"])
         return {"html": str(files.html), "png": str(files.png)}
+
+
+def _fail_on_incomplete(config: RunConfig, run_id: str) -> None:
+    """Raise (no retry) when the run left a document quarantined or partial: a red run to alert on."""
+    con = connect(config.layout(), read_only=True)
+    try:
+        found = incomplete_documents(con, run_id)
+    finally:
+        con.close()
+    if found:
+        listed = "; ".join(f"{status} {name}: {reason}" for name, status, reason, _ in found[:5])
+        more = f"; and {len(found) - 5} more" if len(found) > 5 else ""
+        raise AirflowFailException(
+            f"{len(found)} document(s) quarantined or partial in this run (fail_on_incomplete is on; "
+            f"the report lists them): {listed}{more}"
+        )

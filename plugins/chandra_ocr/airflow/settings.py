@@ -42,6 +42,7 @@ RUN_ENV = {
     "preset": "CHANDRA_OCR_PRESET",
     "batch_pages": "CHANDRA_OCR_BATCH_PAGES",
     "settle_seconds": "CHANDRA_OCR_SETTLE_SECONDS",
+    "fail_on_incomplete": "CHANDRA_OCR_FAIL_ON_INCOMPLETE",  # a quarantined or partial document fails the run
     "vllm_conn_id": "CHANDRA_OCR_VLLM_CONN_ID",
     "options": "CHANDRA_OCR_OPTIONS",
 }
@@ -55,6 +56,7 @@ RUN_DEFAULTS: dict[str, Any] = {
     "preset": _OPTIONS.preset,
     "batch_pages": _OPTIONS.batch_pages,
     "settle_seconds": _OPTIONS.pdf.settle_seconds,
+    "fail_on_incomplete": _OPTIONS.fail_on_incomplete,
     "vllm_conn_id": "vllm_default",
     "options": {},
 }
@@ -129,6 +131,18 @@ class RunConfig:
             out["modified_until"] = _epoch(self.modified_until)
         return out
 
+    def describe(self) -> str:
+        """The settings a task works with, for its log: the KB first, then what shapes the run."""
+        o = self.ingest_options()
+        window = f" modified_since={self.modified_since}" if self.modified_since else ""
+        window += f" modified_until={self.modified_until}" if self.modified_until else ""
+        return (
+            f"kb={self.kb} source={self.source} engine={o.engine} preset={o.preset} "
+            f"batch_pages={o.batch_pages} max_documents={self.max_documents or 'all'} "
+            f"settle_seconds={o.pdf.settle_seconds:g} reprocess={o.reprocess} "
+            f"fail_on_incomplete={o.fail_on_incomplete}{window}"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -185,6 +199,7 @@ def _ingest_options(value: Mapping[str, Any], reprocess: bool, rehash: bool = Fa
             "batch_pages": int(value["batch_pages"]),
             "reprocess": reprocess or bool(extra.get("reprocess", False)),
             "rehash": rehash or bool(extra.get("rehash", False)),
+            "fail_on_incomplete": bool(value["fail_on_incomplete"]) or bool(extra.get("fail_on_incomplete")),
             "pdf": pdf,
         }
     )

@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.gpu_slots is not None:
         settings = dataclasses.replace(settings, gpu_slots=args.gpu_slots)
     pools = setup_airflow(settings, migrate=not args.no_migrate)
-    print("pools ready: " + ", ".join(f"{name} ({slots} slots)" for name, slots in pools.items()))
+    ready = ", ".join(f"{name} ({slots} slot{'s' * (slots != 1)})" for name, slots in pools.items())
+    print(f"pools ready: {ready}")
     return 0
 
 

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pymupdf
 
+from chandra_ocr.config import PdfOptions
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.pdf.triage import page_route
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,14 @@ class CompressResult:
 
 
 def compress_pdf(
-    src: Path, dst: Path, *, min_dpi: int, timeout_s: float, method: str = "auto", min_image_pixels: int = 0
+    src: Path,
+    dst: Path,
+    *,
+    min_dpi: int,
+    timeout_s: float,
+    method: str = "auto",
+    min_image_pixels: int = 0,
+    routes: PdfOptions | None = None,
 ) -> CompressResult:
     """Write a compressed copy of ``src`` to ``dst`` and keep it if smaller and equivalent.
 
@@ -51,14 +60,16 @@ def compress_pdf(
     in-process (run it in a ``PdfWorkers`` task for a hard limit). ``src`` is never modified;
     encrypted or unreadable input is returned as is, with a note. Documents without a raster
     image of at least ``min_image_pixels`` are left alone (their rewrite saves little and costs
-    a Ghostscript run per file; born-digital text needs no rendering).
+    a Ghostscript run per file; born-digital text needs no rendering). With ``routes`` (the triage
+    options), only the images of pages that triage sends to OCR count: the others are never rendered.
     """
     src, dst = Path(src), Path(dst)
     if src.resolve() == dst.resolve():
         raise ConfigError("compress_pdf needs a destination different from the source")
     before = src.stat().st_size
-    if min_image_pixels and not has_raster_images(src, min_image_pixels):
-        return CompressResult(str(src), "none", before, before, False, "no large raster images")
+    if min_image_pixels and not has_raster_images(src, min_image_pixels, routes):
+        why = "no large raster image on a page to render" if routes else "no large raster images"
+        return CompressResult(str(src), "none", before, before, False, why)
     reference = _fingerprint(src)  # read only when a rewrite follows: it extracts page text
     if isinstance(reference, str):
         return CompressResult(str(src), "none", before, before, False, reference)
@@ -89,8 +100,9 @@ def compress_pdf(
         tmp.unlink(missing_ok=True)
 
 
-def has_raster_images(path: Path, min_pixels: int) -> bool:
-    """Whether any page uses an image of at least ``min_pixels`` (read from resources, nothing decoded).
+def has_raster_images(path: Path, min_pixels: int, routes: PdfOptions | None = None) -> bool:
+    """Whether any page uses an image of at least ``min_pixels`` (read from resources, nothing decoded);
+    with ``routes``, any such page that triage routes to OCR (the text of those pages alone is read).
 
     Unreadable or encrypted files answer True, so that ``_fingerprint`` names the reason.
     """
@@ -99,9 +111,9 @@ def has_raster_images(path: Path, min_pixels: int) -> bool:
             if doc.needs_pass:
                 return True
             return any(
-                img[2] * img[3] >= min_pixels
+                any(img[2] * img[3] >= min_pixels for img in doc.get_page_images(pno))
+                and (routes is None or page_route(doc, pno, routes) == "ocr")
                 for pno in range(doc.page_count)
-                for img in doc.get_page_images(pno)
             )
     except Exception:  # MuPDF raises several types on damaged input
         return True

@@ -6,8 +6,9 @@ import glob
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 from chandra_ocr.pdf.sources import (
@@ -23,7 +24,7 @@ from chandra_ocr.pdf.sources import (
 )
 from chandra_ocr.progress import Progress
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.source_entries import new_entry, read_entries, write_entries
+from chandra_ocr.store.source_entries import SourceEntry, new_entry, read_entries, write_entries
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class Discovery:
     recent: list[str] = field(default_factory=list)  # modified within settle_seconds: skipped this time
     refused: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     gone: list[str] = field(default_factory=list)  # entries seen by an earlier run, no longer listed
+    untaken: int = 0  # files past ``limit`` that match the filters and are not known to be in the KB
     unchanged: int = 0  # entries whose (size, mtime, ETag) matched the KB's: not read
     hashed: int = 0  # entries read and hashed
     bytes_read: int = 0
@@ -94,9 +96,12 @@ def discover(
     listed: set[str] = set()
     complete = True
     progress = Progress(f"discover {src.url}", 0, log)  # entries so far, every 10 s on a long walk
-    for item in src.entries():
+    entries_iter = src.entries()
+    for item in entries_iter:
         if limit is not None and len(result.new) >= limit:
             complete = False
+            rest = chain([item], entries_iter)
+            result.untaken = _untaken(rest, cache, known_paths, modified_since, modified_until)
             break
         if isinstance(item, Refused):
             result.refused.append((item.location, item.reason))
@@ -148,6 +153,27 @@ def discover(
         src.url, *counts, result.unchanged, result.hashed, result.bytes_read, len(result.gone),
     )  # fmt: skip
     return result
+
+
+def _untaken(
+    rest: Iterable[Entry | Refused],
+    cache: Mapping[str, SourceEntry],
+    known: Mapping[str, str],
+    since: float | None,
+    until: float | None,
+) -> int:
+    """How many of the entries left after ``limit`` pass the time filters and are not known to be in
+    the KB already (by the source entries table: nothing is read or hashed)."""
+    left = 0
+    for entry in rest:
+        if isinstance(entry, Refused) or (since is not None and entry.mtime < since):
+            continue
+        cached = cache.get(entry.location)
+        if (until is None or entry.mtime < until) and not (
+            cached is not None and cached.same(entry.size, entry.mtime, entry.etag) and cached.doc_id in known
+        ):
+            left += 1
+    return left
 
 
 def _needs_copy(doc_id: str, known_paths: Mapping[str, str], layout: KbLayout | None) -> bool:

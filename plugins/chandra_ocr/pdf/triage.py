@@ -71,6 +71,11 @@ def triage_document(
     return result
 
 
+def page_route(doc: pymupdf.Document, index: int, options: PdfOptions) -> Literal["text", "ocr"]:
+    """The route triage gives page ``index`` of the open ``doc`` (its text layer is read; no tables)."""
+    return _triage_page(doc, index, options, None).triage.route
+
+
 def open_pdf(pdf_path: str, *, password: str | None = None) -> pymupdf.Document:
     """Open ``pdf_path`` as a PDF with at least one page, authenticated; raise BadDocumentError if not."""
     try:

@@ -83,7 +83,7 @@ def _stages(ax: Any, data: ReportData) -> None:
     runs = [r for r in data.runs if r.stage_seconds][-10:]
     if not _has(ax, runs):
         return
-    labels = [f"{r.run_id[:28]}" for r in runs]
+    labels = [run_label(r.run_id) for r in runs]
     left = [0.0] * len(runs)
     for stage in STAGES:
         seconds = [r.stage_seconds.get(stage, 0.0) for r in runs]
@@ -129,11 +129,14 @@ def _compression(ax: Any, data: ReportData) -> None:
 
 @dataclass(frozen=True)
 class Chart:
-    """One chart of the report: its title, a plain-language explanation, and how it is drawn."""
+    """One chart of the report: its title, a plain-language explanation, how it is drawn, and what the
+    page says in one line instead when ``empty`` (the chart would only say "none")."""
 
     title: str
     explanation: str
     draw: Callable[[Any, ReportData], None]
+    empty: Callable[[ReportData], bool]
+    when_empty: str = "None yet."
 
 
 CHARTS: dict[str, Chart] = {
@@ -141,9 +144,11 @@ CHARTS: dict[str, Chart] = {
         "Documents by status",
         "Every PDF ends in one of three states. Ingested: all of it is in the knowledge base. Partial: "
         "more of its pages than the failed-page budget (10 % by default) could not be read; the rest is "
-        "in. Quarantined: nothing was loaded (a corrupt, empty or encrypted file, for instance); the "
-        "reason is in the table below and in documents.error.",
+        "in. Quarantined: nothing was loaded (a corrupt, empty or encrypted file, for instance). Each "
+        "quarantined or partial file and its reason is listed under 'Quarantined and partial documents' "
+        "below (and in documents.error).",
         _documents,
+        lambda d: not d.documents_by_status,
     ),
     "pages": Chart(
         "Pages by route, engine and status",
@@ -152,12 +157,14 @@ CHARTS: dict[str, Chart] = {
         "ended: ok; fallback (the engine's answer was unusable, so the text layer or Tesseract was "
         "used); failed (nothing could be read).",
         _pages,
+        lambda d: not d.pages_by_route,
     ),
     "throughput": Chart(
         "Throughput over time",
         "The blue line counts the pages in the knowledge base over time (UTC), one step per document "
         "loaded; the orange dots are each run's speed in pages per second (right-hand axis).",
         _throughput,
+        lambda d: not d.ingested,
     ),
     "stages": Chart(
         "Time per stage (latest runs)",
@@ -165,6 +172,7 @@ CHARTS: dict[str, Chart] = {
         "each page's route, rendering and OCR), assemble (Markdown, chunks, Parquet files) and load "
         "(into DuckDB). Seconds are summed over the run's batches.",
         _stages,
+        lambda d: not any(r.stage_seconds for r in d.runs),
     ),
     "reasons": Chart(
         "Retries and fallbacks by reason",
@@ -173,6 +181,8 @@ CHARTS: dict[str, Chart] = {
         "and failed: pages read another way, or not at all, by reason. 'none' means every page was "
         "read at the first attempt.",
         _reasons,
+        lambda d: not (d.retries or d.fallbacks),
+        "None: every page was read at the first attempt, by its own route.",
     ),
     "compression": Chart(
         "Compression savings",
@@ -180,8 +190,18 @@ CHARTS: dict[str, Chart] = {
         "Grey is the size of the originals, teal the size of the copies used, with the saving in percent; "
         "'none' counts documents used as they were.",
         _compression,
+        lambda d: not d.compression,
     ),
 }
+
+
+def run_label(run_id: str, width: int = 30) -> str:
+    """A run id as people read it: Airflow's ``manual__2026-12-06T19:46:49.687664+00:00`` becomes
+    ``manual 2026-12-06 19:46:49``; any other id longer than ``width`` keeps its start and its end."""
+    kind, sep, stamp = run_id.partition("__")
+    if sep and len(stamp) >= 19 and stamp[10] == "T":
+        return f"{kind} {stamp[:10]} {stamp[11:19]}"
+    return run_id if len(run_id) <= width else f"{run_id[: width - 9]}…{run_id[-8:]}"
 
 
 def _room(ax: Any, n: int, axis: str) -> None:

@@ -10,11 +10,12 @@ from typing import Any
 import duckdb
 
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.duckdb_store import connect
+from chandra_ocr.store.duckdb_store import connect, incomplete_documents
 from chandra_ocr.store.layout import KbLayout
 
 STAGES = ("compress", "extract", "assemble", "load")
 DOCUMENT_STATUSES = ("ingested", "partial", "quarantined")
+INCOMPLETE_SHOWN = 100  # the latest quarantined or partial documents the report lists
 # Run metrics that are the run's own accounting, not the engine's paging values.
 _RUN_KEYS = frozenset(
     {"seconds", "pages_per_s", "prompt_tokens", "output_tokens", "output_tokens_per_s", "batches",
@@ -59,6 +60,7 @@ class ReportData:
     kb: str
     generated_at: datetime
     documents_by_status: list[tuple[str, int, int]] = field(default_factory=list)  # status, docs, pages
+    incomplete: list[tuple[str, str, str, str]] = field(default_factory=list)  # file, status, reason, run
     pages_by_route: list[tuple[str, str, str, int]] = field(default_factory=list)  # route, engine, status, n
     ingested: list[tuple[datetime, int]] = field(default_factory=list)  # per document: time, pages
     runs: list[RunRow] = field(default_factory=list)  # oldest first
@@ -88,6 +90,7 @@ def _collect(con: duckdb.DuckDBPyConnection, kb: str, top: int) -> ReportData:
     data.documents_by_status = _rows(
         con, "SELECT status, count(*), coalesce(sum(n_pages), 0) FROM documents GROUP BY 1 ORDER BY 2 DESC"
     )
+    data.incomplete = incomplete_documents(con, limit=INCOMPLETE_SHOWN)
     data.pages_by_route = _rows(
         con, "SELECT route, engine, status, count(*) FROM pages GROUP BY ALL ORDER BY route, engine, status"
     )

@@ -27,10 +27,13 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28
 .totals b { font-size: 20px; }
 section { display: grid; grid-template-columns: minmax(0, 700px) minmax(0, 1fr); gap: 16px;
           align-items: start; }
+section.wide { grid-template-columns: minmax(0, 1fr); }
+p.none { color: #616161; font-size: 13px; margin: 0; }
 img { width: 100%; max-width: 700px; border: 1px solid #e0e0e0; }
 p.explain { color: #424242; font-size: 13px; line-height: 1.45; max-width: 700px; margin: 6px 0 0 0; }
-table { border-collapse: collapse; font-size: 12px; margin-top: 6px; }
-th, td { border: 1px solid #e0e0e0; padding: 3px 7px; text-align: left; vertical-align: top; }
+table { border-collapse: collapse; font-size: 12px; margin-top: 6px; max-width: 100%; }
+th, td { border: 1px solid #e0e0e0; padding: 3px 7px; text-align: left; vertical-align: top;
+         overflow-wrap: anywhere; }
 th { background: #f5f5f5; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
 """
 
@@ -41,12 +44,15 @@ def render_html(data: ReportData, charts: dict[str, bytes]) -> str:
     body = [
         f"<h1>chandra_ocr run report</h1><div class='meta'>knowledge base {_e(data.kb)} · generated "
         f"{data.generated_at:%Y-%m-%d %H:%M:%S} UTC</div><div class='totals'>{totals}</div>",
-        _section("documents", charts, _table(["status", "documents", "pages"], data.documents_by_status)),
-        _section("pages", charts, _table(["route", "engine", "status", "pages"], data.pages_by_route)),
-        _section("throughput", charts, _runs_table(data)),
-        _section("stages", charts, _stages_table(data)),
-        _section("reasons", charts, _reasons_tables(data)),
-        _section("compression", charts, _compression_table(data)),
+        _section(
+            "documents", data, charts, _table(["status", "documents", "pages"], data.documents_by_status)
+        ),
+        _incomplete_table(data),
+        _section("pages", data, charts, _table(["route", "engine", "status", "pages"], data.pages_by_route)),
+        _section("throughput", data, charts, _runs_table(data), wide=True),
+        _section("stages", data, charts, _stages_table(data)),
+        _section("reasons", data, charts, _reasons_tables(data)),
+        _section("compression", data, charts, _compression_table(data)),
         "<h2>Biggest documents</h2>"
         + _table(
             ["file", "pages", "MB", "MB used", "status"],
@@ -66,13 +72,27 @@ def render_html(data: ReportData, charts: dict[str, bytes]) -> str:
     )
 
 
-def _section(name: str, charts: dict[str, bytes], table: str) -> str:
+def _section(name: str, data: ReportData, charts: dict[str, bytes], table: str, *, wide: bool = False) -> str:
+    """A chart with its explanation and its table beside it (``wide``: below it), or one line when the
+    chart would show nothing."""
     chart = CHARTS[name]
+    if chart.empty(data):
+        return f"<h2 id='{name}'>{_e(chart.title)}</h2><p class='none'>{_e(chart.when_empty)}</p>"
     image = base64.b64encode(charts[name]).decode("ascii")
+    layout = " class='wide'" if wide else ""
     return (
-        f"<h2 id='{name}'>{_e(chart.title)}</h2><section><div><img alt='{_e(chart.title)}' "
+        f"<h2 id='{name}'>{_e(chart.title)}</h2><section{layout}><div>"
+        f"<img alt='{_e(chart.title)}' "
         f"src='data:image/png;base64,{image}'><p class='explain'>{_e(chart.explanation)}</p></div>"
         f"<div>{table}</div></section>"
+    )
+
+
+def _incomplete_table(data: ReportData) -> str:
+    n = data.totals.get("documents", 0) - sum(d for s, d, _ in data.documents_by_status if s == "ingested")
+    shown = f" (the latest {len(data.incomplete)} of {n})" if n > len(data.incomplete) else ""
+    return f"<h2 id='incomplete'>Quarantined and partial documents{shown}</h2>" + _table(
+        ["file", "status", "reason", "run"], data.incomplete
     )
 
 

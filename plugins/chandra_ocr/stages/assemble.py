@@ -47,7 +47,9 @@ class Assemble:
                 )
                 done = workers.in_order(futures, "assemble")
                 for ref, future, a in zip(todo, done, args, strict=True):
-                    ref.status, ref.prompt_tokens, ref.output_tokens = _result_or_quarantine(future, a)
+                    ref.status, ref.prompt_tokens, ref.output_tokens, ref.error = _result_or_quarantine(
+                        future, a
+                    )
                     ref.state = "written"
                     progress.add(pages=ref.n_pages, docs=1)
         batch.seconds["assemble"] = progress.done()

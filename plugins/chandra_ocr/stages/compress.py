@@ -22,8 +22,10 @@ log = logging.getLogger(__name__)
 class Compress:
     """``Compress(ctx)(batch)`` → the batch, each document's ``work_pdf`` set: its compressed copy when one
     was kept, else the original (a remote object's local copy). Each document is compressed in a worker
-    under a time limit; an engine that renders no page (``text``) gains nothing from a smaller copy, so
-    its documents are passed by, as are those another run claimed or loaded first (stages/ownership.py).
+    under a time limit, and only when a page that triage sends to OCR holds a large raster image (the
+    other pages are never rendered: a born-digital document is passed by); an engine that renders no
+    page (``text``) gains nothing from a smaller copy, so all documents are passed by, as are those
+    another run claimed or loaded first (stages/ownership.py).
     Records the stage's seconds in ``batch.seconds["compress"]``."""
 
     def __init__(self, ctx: RunContext) -> None:
@@ -49,6 +51,7 @@ class Compress:
             min_dpi=pdf.ocr_dpi,
             timeout_s=pdf.compress_timeout_s,
             min_image_pixels=pdf.compress_min_image_pixels,
+            routes=pdf,
         )
         args = [(Path(d.readable), self.ctx.layout.compressed_pdf(d.doc_id)) for d in docs]
         sizes = [d.n_pages for d in docs]

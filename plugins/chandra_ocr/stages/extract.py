@@ -24,7 +24,7 @@ from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.document import ExtractRecord, Page, PageRequest, PageTriage
 from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
-from chandra_ocr.manifest import Batch, DocRef
+from chandra_ocr.manifest import Batch, DocRef, file_names, incomplete_line
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.passwords import load_passwords
 from chandra_ocr.pdf.triage import DocumentTriage, triage_document
@@ -112,6 +112,9 @@ def _read_ocr_pages(reading: Reading, batch_id: str, pending: list[_Pending]) ->
         for pt in p.pages.values()
         if pt.route == "ocr" and reading.checkpointed(p.doc.doc_id, pt.page_no) is None
     ]
+    docs = list({p.doc.doc_id: p.doc for p, _ in todo}.values())
+    if todo:
+        log.info("OCR: %d page(s) of %d document(s): %s", len(todo), len(docs), file_names(docs))
     progress = Progress(f"extract {batch_id}", len(todo), log)
     total = len(todo)
     while todo:
@@ -213,6 +216,9 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
             record = done[doc.doc_id]
         doc.state = "written" if record.outcome == "written" else "extracted"
         doc.status = "quarantined" if record.outcome == "quarantined" else record.written_status
+        if record.outcome == "quarantined":
+            doc.error = record.error
+            log.warning("%s", incomplete_line(doc))
         doc.n_pages = record.n_pages if record.n_pages is not None else doc.n_pages
         if record.outcome == "triaged":
             pages = {pt.page_no: pt for pt in record.triage}

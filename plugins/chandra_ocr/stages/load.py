@@ -10,7 +10,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from chandra_ocr.manifest import Batch, DocRef, elsewhere_counts, own_docs, pages_read, run_metrics
+from chandra_ocr.manifest import (
+    Batch,
+    DocRef,
+    elsewhere_counts,
+    incomplete,
+    incomplete_line,
+    own_docs,
+    pages_read,
+    run_metrics,
+    status_counts,
+)
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
 from chandra_ocr.store import claims
@@ -61,7 +71,12 @@ class Load:
         ids = [d.doc_id for d in mine]
         loaded = load_documents(ctx.layout, ctx.run_id, ids, record if recorded else None)
         leave(loaded.elsewhere)
-        after_load(ctx, [d for d in mine if d.state != "elsewhere"])
+        done = [d for d in mine if d.state != "elsewhere"]
+        after_load(ctx, done)
+        by_status = ", ".join(f"{n} {status}" for status, n in sorted(status_counts(batches).items()))
+        log.info("loaded %d document(s): %s", len(done), by_status or "none")
+        for doc in incomplete(batches):
+            log.warning("%s", incomplete_line(doc))
         progress.add(pages=pages, docs=len(mine))
         share(progress.done())
         if run is not None:  # the run's last load: its claims and staging folder go (store/claims.py)

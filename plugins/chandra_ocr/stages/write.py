@@ -28,6 +28,7 @@ class Written(NamedTuple):
     status: DocStatus
     prompt_tokens: int
     output_tokens: int
+    error: str | None = None  # why it is partial or quarantined
 
 
 def new_document(ref: DocRef, engine: str, model: str | None) -> Document:
@@ -55,4 +56,4 @@ def write_document(
         write_text_atomic(layout.export(doc.doc_id, ".md"), document_markdown(doc))
         write_text_atomic(layout.export(doc.doc_id, ".json"), document_json(doc))
     prompt = sum(p.prompt_tokens for p in doc.pages)
-    return Written(doc.status, prompt, sum(p.output_tokens for p in doc.pages))
+    return Written(doc.status, prompt, sum(p.output_tokens for p in doc.pages), doc.error)

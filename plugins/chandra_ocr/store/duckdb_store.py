@@ -99,6 +99,20 @@ class Loaded:
     elsewhere: dict[str, str]  # doc_id → the run whose rows of it are in the KB (not loaded again)
 
 
+def incomplete_documents(
+    con: duckdb.DuckDBPyConnection, run_id: str | None = None, limit: int | None = None
+) -> list[tuple[str, str, str, str]]:
+    """(file name, status, reason, run id) of the quarantined or partial documents of the run ``run_id``
+    (by file name), else of every run (latest first); at most ``limit``."""
+    where, order = ("AND run_id = ?", "file_name") if run_id else ("", "ingested_at DESC, file_name")
+    return con.execute(
+        "SELECT file_name, status, coalesce(error, ''), run_id FROM documents "
+        f"WHERE status <> 'ingested' {where} ORDER BY {order}"
+        + (f" LIMIT {int(limit)}" if limit is not None else ""),
+        [run_id] if run_id else [],
+    ).fetchall()
+
+
 def load_documents(
     layout: KbLayout,
     run_id: str,
@@ -136,7 +150,7 @@ def load_documents(
     if elsewhere:
         log.info("%d document(s) already loaded by other runs, not loaded again: %s", len(elsewhere),
                  ", ".join(f"{d[:12]}… by {r}" for d, r in sorted(elsewhere.items())[:5]))  # fmt: skip
-    log.info("loaded %d document(s) into %s: %s", len(staged), layout.duckdb_path, counts)
+    log.info("rows of %d staged document(s) stored in %s: %s", len(staged), layout.duckdb_path, counts)
     return Loaded(counts, elsewhere)
 
 
