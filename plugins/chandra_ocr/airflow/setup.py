@@ -18,7 +18,7 @@ from chandra_ocr.airflow.settings import POOLS_VARIABLE, DagSettings
 log = logging.getLogger(__name__)
 
 DESCRIPTIONS = {
-    "gpu": "chandra_ocr: OCR tasks, one slot per GPU (one engine per GPU)",
+    "gpu": "chandra_ocr: OCR tasks, CHANDRA_OCR_EXTRACT_TASKS_PER_GPU slots per GPU (sharing its warm model)",
     "loader": "chandra_ocr: DuckDB writers (loader, vector feed); one slot, DuckDB allows one writer",
 }
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from chandra_ocr.manifest import Batch, DocRef, pages_read, run_metrics
+from chandra_ocr.model_use import model_use_summary
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
 from chandra_ocr.store.compact import compact_if_due
@@ -81,5 +82,8 @@ def run_record(ctx: RunContext, batches: list[Batch]) -> RunRecord:
         "engine": engines.pop() if len(engines) == 1 else None,
         "model": models.pop() if len(models) == 1 else None,
     }
+    uses = [b.engine_metrics["model_use"] for b in batches if "model_use" in b.engine_metrics]
+    if uses:
+        metrics["model_use"] = model_use_summary(uses, ctx.started.timestamp())
     n_docs = sum(len(b.docs) for b in batches)
     return RunRecord(ctx.run_id, ctx.started, finished, n_docs, pages, metrics)
