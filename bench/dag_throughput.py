@@ -307,7 +307,7 @@ def merge(out: Path, key: str, args: argparse.Namespace, modes: dict[str, dict[s
         entry["warm_over_one_process"] = round(
             entry["warm"]["pages_per_s"] / entry["one_process"]["pages_per_s"], 3
         )
-    if "warm" in entry and "per_task" in entry and complete:
+    if "warm" in entry and "per_task" in entry:  # per_task's rate from the task processes measured so far
         entry["warm_over_per_task"] = round(
             entry["warm"]["pages_per_s"] / entry["per_task"]["pages_per_s"], 3
         )

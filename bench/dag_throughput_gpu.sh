@@ -11,16 +11,19 @@ R=/tmp/dag
 poll() {
   local t=$((SECONDS + $1))
   while [ $SECONDS -lt "$t" ] && [ ! -f $R/DONE ]; do sleep 5; cp $R/gpu.json "$OUT/" 2>/dev/null; done
-  cp $R/gpu.json $R/queue.log "$OUT/" 2>/dev/null; tail -c 3000 $R/queue.log
+  cp $R/gpu.json $R/queue.log "$OUT/" 2>/dev/null; tail -c 4000 $R/queue.log
+  tar czf "$OUT/logs.tgz" /tmp/dag_throughput_* 2>/dev/null
   nvidia-smi --query-gpu=name,memory.used --format=csv,noheader
 }
 queue() {
   cd /tmp/code || exit 1
   local common=(--shape qwen2_5_vl_7b --model /tmp/models/qwen2_5_vl_7b --out $R/gpu.json
                 --lengths bench/results/page_lengths.json --tasks "${K:-5}" --batch-pages "${B:-100}" --overlap "${O:-4}")
-  echo "warm+one_process $(date -u +%T)"; python3 bench/dag_throughput.py "${common[@]}" --modes "${MODES:-warm,one_process}"
+  echo "warm+one_process $(date -u +%T)"
+  python3 bench/dag_throughput.py "${common[@]}" --modes "${MODES:-warm,one_process}" || { touch $R/DONE; exit 1; }
   for i in $(seq 0 $((${K:-5} - 1))); do
-    echo "per_task $i $(date -u +%T)"; python3 bench/dag_throughput.py "${common[@]}" --modes per_task --tasks-range $i:$((i + 1))
+    echo "per_task $i $(date -u +%T)"
+    python3 bench/dag_throughput.py "${common[@]}" --modes per_task --tasks-range $i:$((i + 1)) || break
   done
   touch $R/DONE
 }

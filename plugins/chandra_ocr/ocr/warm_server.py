@@ -108,11 +108,13 @@ class WarmServers:
         """A lease on a ready server of ``fingerprint``; raises EngineError when none can be had in time."""
         (self.folder / "leases").mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.start_timeout_s
+        started = ""
         while True:
             with self._locked():
                 server = self._current()
                 if server is None:
                     server = self._start(fingerprint, argv, idle_timeout_s, label)
+                    started = server["server_id"]
                 if server["fingerprint"] == fingerprint and not server.get("draining"):
                     path = self._add_lease(idle_timeout_s)
                     self._heartbeat(path)
@@ -145,7 +147,7 @@ class WarmServers:
             server_id=server["server_id"],
             started_at=server["started_at"],
             load_s=server["ready_at"] - server["started_at"],
-            loaded_here=server["starter_pid"] == os.getpid(),
+            loaded_here=server["server_id"] == started,
             max_num_seqs=server.get("max_num_seqs"),
             path=path,
         )
