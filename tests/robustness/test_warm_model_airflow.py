@@ -87,6 +87,8 @@ def test_one_model_load_serves_a_backfill_and_is_gone_after_its_idle_time(
         "PYTHONPATH": os.pathsep.join([str(VLM_TESTS), os.environ.get("PYTHONPATH", "")]),
         "VLLM_CPU_KVCACHE_SPACE": "1",
         "AIRFLOW__CORE__MAX_MAP_LENGTH": str(MAPPED),
+        "AIRFLOW__CORE__PARALLELISM": "4",  # 2 cores: task processes that parse the DAG at once time out
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
     }
     stack = AirflowStack(tmp_path / "airflow", settings)
     stack.start()
