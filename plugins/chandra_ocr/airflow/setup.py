@@ -48,7 +48,7 @@ def setup_airflow(settings: DagSettings, *, migrate: bool = True) -> dict[str, i
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m chandra_ocr.airflow.setup", description=__doc__)
-    parser.add_argument("--gpu-slots", type=int, help="GPU pool slots (default: $CHANDRA_OCR_GPU_SLOTS or 1)")
+    parser.add_argument("--gpu-slots", type=int, help="GPUs (default: $CHANDRA_OCR_GPU_SLOTS or 1)")
     parser.add_argument("--no-migrate", action="store_true", help="skip `airflow db migrate`")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
