@@ -447,23 +447,10 @@ def run_multi(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def serve_argv(engine_args: dict[str, Any]) -> list[str]:
-    """``vllm serve`` flags for ``vllm.LLM`` keyword arguments."""
-    argv = []
-    for key, value in engine_args.items():
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            argv.append(flag if value else "--no-" + key.replace("_", "-"))
-        elif isinstance(value, dict):
-            argv += [flag, json.dumps(value)]
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
 def run_serve(args: argparse.Namespace) -> dict[str, Any]:
     """``vllm serve`` with the sizer's settings, read by OpenAIEngine on pre-rendered pages."""
     from chandra_ocr.ocr.openai_engine import OpenAIEngine, ServerOptions
+    from chandra_ocr.ocr.warm_server import serve_argv
     from chandra_ocr.pdf.workers import PdfWorkers
 
     local = make_engine(args)  # only for the engine args the in-process engine would use

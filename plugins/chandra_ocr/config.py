@@ -67,7 +67,9 @@ class IngestOptions:
 
     engine: str = "auto"  # auto | text | cpu | vllm | openai
     preset: str = "olmocr2"  # model preset for the vllm/openai engines (README: Models and licences)
-    batch_pages: int = 200  # pages per mapped batch (Airflow) / per engine run
+    # pages per mapped batch (Airflow) / per engine run: what a retry redoes at most and what one task
+    # in the UI stands for; with a warm model per GPU it no longer sets the throughput (README)
+    batch_pages: int = 100
     failed_page_budget: float = 0.1  # share of failed pages above which a document is `partial`
     reprocess: bool = False  # redo documents already in the knowledge base
     rehash: bool = False  # read and hash every source entry, even those unchanged since the last run

@@ -139,6 +139,8 @@ def run_metrics(batches: list[Batch]) -> dict[str, Any]:
         for stage, s in b.seconds.items():
             stages[stage] = stages.get(stage, 0.0) + s
         for key, value in b.engine_metrics.items():
+            if key == "model_use":  # per task: summed up by the run record (warm_engine.model_use_summary)
+                continue
             if value not in engine.setdefault(key, []):
                 engine[key].append(value)
     for key, values in engine.items():

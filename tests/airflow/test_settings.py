@@ -14,7 +14,8 @@ from chandra_ocr.errors import ConfigError
 def test_dag_settings_defaults_and_environment():
     assert DagSettings.from_env({}) == DagSettings()
     env = {"CHANDRA_OCR_SCHEDULE": "0 2 * * *", "CHANDRA_OCR_GPU_SLOTS": "4", "CHANDRA_OCR_RETRIES": "5",
-           "CHANDRA_OCR_OCR_TIMEOUT_MIN": "90", "CHANDRA_OCR_GPU_QUEUE": ""}  # fmt: skip
+           "CHANDRA_OCR_OCR_TIMEOUT_MIN": "90", "CHANDRA_OCR_GPU_QUEUE": "",
+           "CHANDRA_OCR_EXTRACT_TASKS_PER_GPU": "2"}  # fmt: skip
     s = DagSettings.from_env(env)
     assert (s.schedule, s.gpu_slots, s.retries, s.ocr_timeout_min, s.gpu_queue) == (
         "0 2 * * *",
@@ -24,7 +25,7 @@ def test_dag_settings_defaults_and_environment():
         "gpu",
     )
     assert DagSettings.from_env({"CHANDRA_OCR_SCHEDULE": "none"}).schedule is None
-    assert s.pools() == {"chandra_ocr_gpu": 4, "chandra_ocr_loader": 1}
+    assert s.pools() == {"chandra_ocr_gpu": 8, "chandra_ocr_loader": 1}  # 2 extract tasks per GPU
     with pytest.raises(ConfigError, match="CHANDRA_OCR_GPU_SLOTS|gpu_slots"):
         DagSettings.from_env({"CHANDRA_OCR_GPU_SLOTS": "two"})
 

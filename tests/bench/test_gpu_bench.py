@@ -81,7 +81,9 @@ def test_prompt_costs_about_what_the_real_tokenizer_charges(model_dirs):
 
 
 def test_serve_flags_from_engine_args():
-    argv = gpu_h200.serve_argv(
+    from chandra_ocr.ocr.warm_server import serve_argv  # what gpu_h200.py's serve job and the warm model use
+
+    argv = serve_argv(
         {"max_num_seqs": 512, "enable_prefix_caching": False, "limit_mm_per_prompt": {"image": 1}}
     )
     assert argv == [

@@ -52,7 +52,7 @@ def run_params(*, backfill: bool) -> dict[str, Param]:
         "preset": Param(None, type=["null", "string"],
                         description=empty.format(env="CHANDRA_OCR_PRESET", default="olmocr2")),
         "batch_pages": Param(None, type=["null", "integer"], minimum=1, title="Pages per mapped batch",
-                             description=empty.format(env="CHANDRA_OCR_BATCH_PAGES", default=200)),
+                             description=empty.format(env="CHANDRA_OCR_BATCH_PAGES", default=100)),
         "fail_on_incomplete": Param(None, type=["null", "boolean"], title="Fail on quarantine",
                                     description="fail the run when a document is quarantined or partial; "
                                     + empty.format(env="CHANDRA_OCR_FAIL_ON_INCOMPLETE", default="false")),
@@ -133,6 +133,7 @@ def _ingest_tasks(settings: DagSettings, continue_dag_id: str | None) -> None:
             retries=settings.retries,
             retry_delay=timedelta(seconds=settings.retry_delay_s),
             execution_timeout=timedelta(minutes=settings.ocr_timeout_min),
+            idle_timeout_s=settings.model_idle_timeout_s,
         )
         return AssembleOperator(task_id="assemble", config=config, batch=read.output).output
 

@@ -220,6 +220,9 @@ class ChandraOcrOperator(_BatchOperator):
     :param engine: ``auto`` | ``text`` | ``cpu`` | ``vllm`` | ``openai``; default: the run's (templated)
     :param preset: model preset of the vllm/openai engines; default: the run's (templated)
     :param vllm_conn_id: ``vllm`` connection of the openai engine; default: the run's (templated)
+    :param idle_timeout_s: the ``vllm`` engine reads through the GPU's warm model (one vLLM server per
+        GPU, loaded by the first task that needs it and shared by every task after it,
+        ocr/warm_server.py), which frees the GPU after this many seconds without a task (0: at once)
     """
 
     template_fields: Sequence[str] = ("config", "batch", "engine", "preset", "vllm_conn_id")
@@ -237,6 +240,7 @@ class ChandraOcrOperator(_BatchOperator):
         retry_delay: timedelta = timedelta(minutes=2),
         retry_exponential_backoff: float = 2.0,
         execution_timeout: timedelta = timedelta(hours=6),
+        idle_timeout_s: float = 600.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -247,6 +251,7 @@ class ChandraOcrOperator(_BatchOperator):
         self.engine = engine
         self.preset = preset
         self.vllm_conn_id = vllm_conn_id
+        self.idle_timeout_s = idle_timeout_s
 
     @cached_property
     def hook(self) -> VllmHook:
@@ -257,8 +262,9 @@ class ChandraOcrOperator(_BatchOperator):
         """The engine, built on first use (the vllm kind loads the model only in ``start``)."""
         options = self.run_config.ingest_options()
         return build_run_engine(
-            options, kind=self.engine, preset=self.preset, connection=self.hook.connection_options
-        )
+            options, kind=self.engine, preset=self.preset, connection=self.hook.connection_options,
+            warm_idle_timeout_s=self.idle_timeout_s,
+        )  # fmt: skip
 
     def execute(self, context: Context) -> dict[str, Any]:
         batch = self.manifest

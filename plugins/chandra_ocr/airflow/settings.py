@@ -68,7 +68,11 @@ class DagSettings:
 
     schedule: str | None = "@daily"  # CHANDRA_OCR_SCHEDULE; "none" → only manual runs
     gpu_pool: str = "chandra_ocr_gpu"  # CHANDRA_OCR_GPU_POOL
-    gpu_slots: int = 1  # CHANDRA_OCR_GPU_SLOTS: slots the setup command gives the GPU pool (= GPUs)
+    gpu_slots: int = 1  # CHANDRA_OCR_GPU_SLOTS: the GPUs the GPU pool is for
+    # CHANDRA_OCR_EXTRACT_TASKS_PER_GPU: extract tasks that share one GPU's warm model at once (the pool
+    # gets gpu_slots × this many slots), so one batch's tail overlaps the next batches' pages
+    extract_tasks_per_gpu: int = 4
+    model_idle_timeout_s: float = 600.0  # CHANDRA_OCR_MODEL_IDLE_TIMEOUT_S: a warm model's idle time; 0: none
     loader_pool: str = "chandra_ocr_loader"  # CHANDRA_OCR_LOADER_POOL (1 slot: one DuckDB writer)
     gpu_queue: str = "gpu"  # CHANDRA_OCR_GPU_QUEUE: Celery/Edge queue of the GPU workers
     retries: int = 2  # CHANDRA_OCR_RETRIES: for the OCR and I/O tasks
@@ -91,7 +95,7 @@ class DagSettings:
 
     def pools(self) -> dict[str, int]:
         """Pool name → slots, as the setup command creates them."""
-        return {self.gpu_pool: self.gpu_slots, self.loader_pool: 1}
+        return {self.gpu_pool: self.gpu_slots * self.extract_tasks_per_gpu, self.loader_pool: 1}
 
 
 @dataclass(frozen=True)

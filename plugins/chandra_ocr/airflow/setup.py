@@ -18,7 +18,7 @@ from chandra_ocr.airflow.settings import POOLS_VARIABLE, DagSettings
 log = logging.getLogger(__name__)
 
 DESCRIPTIONS = {
-    "gpu": "chandra_ocr: OCR tasks, one slot per GPU (one engine per GPU)",
+    "gpu": "chandra_ocr: OCR tasks, CHANDRA_OCR_EXTRACT_TASKS_PER_GPU slots per GPU (sharing its warm model)",
     "loader": "chandra_ocr: DuckDB writers (loader, vector feed); one slot, DuckDB allows one writer",
 }
 
@@ -48,7 +48,7 @@ def setup_airflow(settings: DagSettings, *, migrate: bool = True) -> dict[str, i
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m chandra_ocr.airflow.setup", description=__doc__)
-    parser.add_argument("--gpu-slots", type=int, help="GPU pool slots (default: $CHANDRA_OCR_GPU_SLOTS or 1)")
+    parser.add_argument("--gpu-slots", type=int, help="GPUs (default: $CHANDRA_OCR_GPU_SLOTS or 1)")
     parser.add_argument("--no-migrate", action="store_true", help="skip `airflow db migrate`")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

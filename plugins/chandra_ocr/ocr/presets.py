@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -224,14 +226,32 @@ OLMOCR2_FP8 = dataclasses.replace(
 PRESETS: dict[str, Preset] = {p.name: p for p in (CHANDRA2, LIGHTONOCR2, OLMOCR2, OLMOCR2_FP8)}
 
 
+# Comma-separated modules whose ``PRESETS`` dict (name → Preset) adds presets: how a deployment (and
+# the tests' tiny model) names its own models in a run's ``preset`` setting, e.g. under Airflow.
+PRESET_MODULES_ENV = "CHANDRA_OCR_PRESET_MODULES"
+
+
+def known_presets() -> dict[str, Preset]:
+    """The built-in presets and those of the modules in ``$CHANDRA_OCR_PRESET_MODULES``."""
+    found = dict(PRESETS)
+    for module in filter(None, (m.strip() for m in os.environ.get(PRESET_MODULES_ENV, "").split(","))):
+        try:
+            extra = importlib.import_module(module).PRESETS
+        except (ImportError, AttributeError) as e:
+            raise ConfigError(f"${PRESET_MODULES_ENV}: {module!r} has no PRESETS dict ({e})") from None
+        found |= dict(extra)
+    return found
+
+
 def get_preset(name: str, **overrides: Any) -> Preset:
-    """The preset called ``name``, with fields replaced by ``overrides``.
+    """The preset called ``name`` (`known_presets`), with fields replaced by ``overrides``.
 
     Raises ConfigError for an unknown name (listing the known ones) or an unknown field.
     """
-    preset = PRESETS.get(name)
+    presets = known_presets()
+    preset = presets.get(name)
     if preset is None:
-        raise ConfigError(f"unknown preset {name!r}; known presets: {', '.join(sorted(PRESETS))}")
+        raise ConfigError(f"unknown preset {name!r}; known presets: {', '.join(sorted(presets))}")
     fields = {f.name for f in dataclasses.fields(Preset)}
     unknown = sorted(set(overrides) - fields)
     if unknown:

@@ -33,12 +33,15 @@ def build_engine(
     options: Mapping[str, Any] | None = None,
     passwords: Mapping[str, str] | None = None,
     connection: Callable[[], Mapping[str, Any]] | None = None,
+    warm_idle_timeout_s: float | None = None,
 ) -> OcrEngine:
     """The engine for the OCR route: ``text`` | ``cpu`` | ``vllm`` | ``openai`` | ``auto``.
 
     ``passwords`` (doc_id → password) is for the text engine, which opens the PDFs itself.
     ``connection`` gives the server settings (base_url, api_key, model, …) of the ``openai`` kind,
-    e.g. from an Airflow connection; ``options`` win over them. It is called only for that kind."""
+    e.g. from an Airflow connection; ``options`` win over them. It is called only for that kind.
+    With ``warm_idle_timeout_s`` the ``vllm`` kind reads through the GPU's warm server, kept for that
+    many idle seconds (`WarmVllmEngine`: Airflow's tasks), instead of loading the model in-process."""
     options = dict(options or {})
     kind = resolve_kind(kind)
     if kind == "text":
@@ -55,6 +58,12 @@ def build_engine(
         from chandra_ocr.ocr.presets import get_preset
         from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
 
+        if warm_idle_timeout_s is not None:
+            from chandra_ocr.ocr.warm_engine import WarmVllmEngine
+
+            return WarmVllmEngine(
+                get_preset(preset), from_mapping(VllmOptions, options), idle_timeout_s=warm_idle_timeout_s
+            )
         return VllmEngine(get_preset(preset), from_mapping(VllmOptions, options))
     if kind == "openai":
         from chandra_ocr.ocr.openai_engine import OpenAIEngine, ServerOptions

@@ -20,7 +20,7 @@ INCOMPLETE_SHOWN = 100  # the latest quarantined or partial documents the report
 _RUN_KEYS = frozenset(
     {"seconds", "pages_per_s", "prompt_tokens", "output_tokens", "output_tokens_per_s", "batches",
      "engines", "engine", "model", "ocr_pages", "fallback_pages", "quarantined", "stage_seconds",
-     "backfill"}
+     "backfill", "model_use"}
 )  # fmt: skip
 
 

@@ -100,10 +100,23 @@ def _runs_table(data: ReportData) -> str:
     rows = [
         (r.run_id, f"{r.started_at:%Y-%m-%d %H:%M:%S}", f"{r.seconds:.1f}", r.n_documents, r.n_pages,
          f"{r.pages_per_s:.2f}", r.metrics.get("engine") or ", ".join(r.metrics.get("engines") or []),
-         r.metrics.get("backfill", ""))
+         r.metrics.get("backfill", ""), _model_use(r.metrics.get("model_use")))
         for r in reversed(data.runs[-15:])
     ]  # fmt: skip
-    return _table(["run", "started (UTC)", "seconds", "docs", "pages", "pages/s", "engine", "batches"], rows)
+    head = ["run", "started (UTC)", "seconds", "docs", "pages", "pages/s", "engine", "batches", "model"]
+    return _table(head, rows)
+
+
+def _model_use(use: dict | None) -> str:
+    """A run's warm-model use: loads it paid (and their seconds), pages per model, GPU busy share."""
+    if not use:
+        return ""
+    loads = use["model_loads"]
+    text = f"{loads} load{'' if loads == 1 else 's'} ({', '.join(f'{s:g} s' for s in use['model_load_s'])})"
+    text = text if loads else "warm (no load)"
+    text += f"; {use['pages_per_model']:g} pages/model"
+    busy = use.get("gpu_busy_share")
+    return text + (f"; GPU busy {busy:.0%}" if busy is not None else "")
 
 
 def _stages_table(data: ReportData) -> str:

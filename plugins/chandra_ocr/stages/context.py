@@ -90,9 +90,12 @@ def build_run_engine(
     kind: str | None = None,
     preset: str | None = None,
     connection: Callable[[], Mapping[str, Any]] | None = None,
+    warm_idle_timeout_s: float | None = None,
 ) -> OcrEngine:
     """The run's OCR engine from its options (``kind``/``preset`` override them); ``connection`` gives
-    server settings (an Airflow connection) to an engine kind that talks to a server."""
+    server settings (an Airflow connection) to an engine kind that talks to a server;
+    ``warm_idle_timeout_s`` makes the vllm kind use the GPU's warm server (`build_engine`)."""
     return build_engine(
-        kind or options.engine, preset or options.preset, options.engine_options, connection=connection
-    )
+        kind or options.engine, preset or options.preset, options.engine_options, connection=connection,
+        warm_idle_timeout_s=warm_idle_timeout_s,
+    )  # fmt: skip

@@ -21,6 +21,7 @@ from chandra_ocr.manifest import (
     run_metrics,
     status_counts,
 )
+from chandra_ocr.model_use import model_use_summary
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
 from chandra_ocr.store import claims
@@ -115,4 +116,7 @@ def run_record(ctx: RunContext, batches: list[Batch]) -> RunRecord:
     elsewhere = elsewhere_counts(batches)
     if elsewhere:  # documents of the run that other runs ingested instead, by run
         metrics["elsewhere"] = elsewhere
+    uses = [b.engine_metrics["model_use"] for b in batches if "model_use" in b.engine_metrics]
+    if uses:
+        metrics["model_use"] = model_use_summary(uses, ctx.started.timestamp())
     return RunRecord(ctx.run_id, ctx.started, finished, len(own_docs(batches)), pages, metrics)
