@@ -15,8 +15,8 @@ from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, 
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pdf.sources import open_source
-from chandra_ocr.store.duckdb_store import connect, incomplete_documents
-from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.report.data import run_incomplete
+from chandra_ocr.store.duckdb_store import connect
 
 RECENT_SHOWN = 5  # files skipped as still being written that a run names
 DEFAULTS = IngestOptions()  # the flags' defaults are the library's
@@ -205,7 +205,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"documents: {statuses}; {summary.pages} pages in {summary.seconds:.1f} s ({rate:.2f} pages/s)")
     for run_id, n in sorted(summary.elsewhere.items()):
         print(f"  {n} left to run {run_id}, which claimed or loaded them first")
-    incomplete = _incomplete_documents(layout, summary.run_id) if summary.batches else []
+    incomplete = run_incomplete(layout, summary.run_id) if summary.batches else []
     for name, status, error, _run in incomplete:
         print(f"  {status}: {name}: {error}")
     print(f"knowledge base: {layout.duckdb_path}")
@@ -233,15 +233,6 @@ def _print_discovery(d, settle_seconds: float) -> None:
     note = recent_note(d.recent, settle_seconds, "--settle-seconds 0", RECENT_SHOWN)
     if note:
         print(f"  {note}")
-
-
-def _incomplete_documents(layout: KbLayout, run_id: str) -> list[tuple[str, str, str, str]]:
-    """(file, status, error, run) of the run's documents that are quarantined or partial."""
-    con = connect(layout, read_only=True)
-    try:
-        return incomplete_documents(con, run_id)
-    finally:
-        con.close()
 
 
 _STATUS_SQL = """

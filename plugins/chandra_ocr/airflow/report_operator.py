@@ -11,8 +11,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from chandra_ocr.airflow.settings import RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
-from chandra_ocr.report import write_report
-from chandra_ocr.store.duckdb_store import connect, incomplete_documents
+from chandra_ocr.report import run_incomplete, write_report
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +42,7 @@ class ReportOperator(BaseOperator):
 
 def _fail_on_incomplete(config: RunConfig, run_id: str) -> None:
     """Raise (no retry) when the run left a document quarantined or partial: a red run to alert on."""
-    con = connect(config.layout(), read_only=True)
-    try:
-        found = incomplete_documents(con, run_id)
-    finally:
-        con.close()
+    found = run_incomplete(config.layout(), run_id)
     if found:
         listed = "; ".join(f"{status} {name}: {reason}" for name, status, reason, _ in found[:5])
         more = f"; and {len(found) - 5} more" if len(found) > 5 else ""

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chandra_ocr.report.charts import chart_pngs, overview_png
-from chandra_ocr.report.data import ReportData, collect
+from chandra_ocr.report.data import ReportData, collect, run_incomplete
 from chandra_ocr.report.page import render_html
 from chandra_ocr.store.atomic import write_bytes_atomic, write_text_atomic
 from chandra_ocr.store.layout import KbLayout
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ReportData", "ReportFiles", "collect", "write_report"]
+__all__ = ["ReportData", "ReportFiles", "collect", "run_incomplete", "write_report"]
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,15 @@ _RUN_KEYS = frozenset(
 )  # fmt: skip
 
 
+def run_incomplete(layout: KbLayout, run_id: str) -> list[tuple[str, str, str, str]]:
+    """(file, status, reason, run) of the documents the run ``run_id`` left quarantined or partial."""
+    con = connect(layout, read_only=True)
+    try:
+        return incomplete_documents(con, run_id)
+    finally:
+        con.close()
+
+
 @dataclass(frozen=True)
 class RunRow:
     """One row of the ``runs`` table with its metrics split up."""
