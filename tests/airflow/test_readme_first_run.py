@@ -23,6 +23,8 @@ import pytest
 from kb_query import kb_rows
 from processes import signal_group, stop_process_group
 
+from chandra_ocr.airflow.settings import DagSettings
+
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = ("python3.11 -m venv", "pip install")  # lines the test leaves out
 DEADLINE_S = 600  # ~3 min on a quiet machine; each `airflow` command starts a Python
@@ -108,7 +110,8 @@ def test_readme_commands_take_a_newcomer_to_a_finished_run(tmp_path: Path) -> No
     output = log.read_text(errors="replace")
     detail = output[-3000:] + _task_problems(home / "airflow" / "logs")
     assert code == 0, detail
-    assert "pools ready: chandra_ocr_gpu (1 slot), chandra_ocr_loader (1 slot)" in output
+    per_gpu = DagSettings().extract_tasks_per_gpu  # one GPU: the GPU pool's slots are the tasks that share it
+    assert f"pools ready: chandra_ocr_gpu ({per_gpu} slots), chandra_ocr_loader (1 slot)" in output
     with sqlite3.connect(home / "airflow" / "airflow.db") as db:
         runs = db.execute("SELECT dag_id, run_type, state FROM dag_run ORDER BY id").fetchall()
     # the run the user triggered, then the feed run its asset event started; no scheduled run beside them
