@@ -104,12 +104,11 @@ def incomplete_documents(
 ) -> list[tuple[str, str, str, str]]:
     """(file name, status, reason, run id) of the quarantined or partial documents of the run ``run_id``
     (by file name), else of every run (latest first); at most ``limit``."""
-    where, order = ("AND run_id = ?", "file_name") if run_id else ("", "ingested_at DESC, file_name")
     return con.execute(
         "SELECT file_name, status, coalesce(error, ''), run_id FROM documents "
-        f"WHERE status <> 'ingested' {where} ORDER BY {order}"
-        + (f" LIMIT {int(limit)}" if limit is not None else ""),
-        [run_id] if run_id else [],
+        "WHERE status <> 'ingested' AND (?::VARCHAR IS NULL OR run_id = ?) "
+        "ORDER BY CASE WHEN ?::VARCHAR IS NULL THEN ingested_at END DESC NULLS LAST, file_name LIMIT ?",
+        [run_id, run_id, run_id, limit],
     ).fetchall()
 
 
