@@ -175,7 +175,7 @@ def test_the_run_record_report_and_progress_lines(celery_run):
     assert (celery_run.kb / "report" / "report.html").stat().st_size > 0
     logs = celery_run.airflow_home / "logs" / f"dag_id={DAG_ID}"
     lines = {"batch.compress": "compress b-", "batch.extract": "extract b-", "batch.assemble": "assemble b-",
-             "load": " batch(es): ", "report": "run report: "}  # fmt: skip
+             "load": " batch(es): ", "report": "run report of kb "}  # fmt: skip
     for task, line in lines.items():
         texts = [p.read_text(errors="replace") for p in logs.rglob(f"task_id={task}/**/*.log")]
         assert texts and all(line in t for t in texts), task
