@@ -11,6 +11,7 @@ import subprocess
 import sys
 import urllib.request
 
+import fsspec
 import pytest
 from PIL import Image
 
@@ -64,5 +65,8 @@ def test_wrong_credentials_give_a_reason_instead_of_an_image(s3, s3_kb, monkeypa
     for name, value in s3.env().items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-    with pytest.raises(SourceUnavailable, match="the source cannot be read"):
-        PageImages().png(doc_id, 1, source_uri, size)
+    try:
+        with pytest.raises(SourceUnavailable, match="the source cannot be read"):
+            PageImages().png(doc_id, 1, source_uri, size)
+    finally:  # fsspec keeps the filesystem made with the wrong key in this process: later tests must not get it
+        fsspec.get_filesystem_class("s3").clear_instance_cache()
