@@ -68,5 +68,5 @@ def test_wrong_credentials_give_a_reason_instead_of_an_image(s3, s3_kb, monkeypa
     try:
         with pytest.raises(SourceUnavailable, match="the source cannot be read"):
             PageImages().png(doc_id, 1, source_uri, size)
-    finally:  # fsspec keeps the filesystem made with the wrong key in this process: later tests must not get it
+    finally:  # fsspec keeps the filesystem made with the wrong key; later tests must not get it
         fsspec.get_filesystem_class("s3").clear_instance_cache()
