@@ -16,7 +16,7 @@ from chandra_ocr.chunking import chunk_document, token_count
 from chandra_ocr.config import ChunkOptions
 from chandra_ocr.document import Block, Document, Page, Table, TableCell
 from chandra_ocr.parse.markdown import parse_markdown
-from chandra_ocr.parse.tables import grid
+from chandra_ocr.tables.markup import grid
 
 GT = "docling/tests/data/pdf/groundtruth"
 DOCS = ["2206.01062", "multi_page", "normal_4pages", "redp5110_sampled", "2305.03393v1-pg9"]

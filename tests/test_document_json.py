@@ -6,8 +6,8 @@ import dataclasses
 import json
 
 from chandra_ocr.document import Block, Document, Page
-from chandra_ocr.parse.tables import table_from_rows
 from chandra_ocr.store.exports import document_json
+from chandra_ocr.tables.markup import table_from_rows
 
 
 def test_json_export_is_the_whole_model():

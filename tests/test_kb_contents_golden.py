@@ -44,7 +44,7 @@ TABLES = ["documents", "pages", "blocks", "tables", "table_cells", "chunks"]
 # (all) rules, header rows and running headers (issue #21) changed pages, blocks, tables and chunks
 # (then pages 30:854b3abf088813b8, blocks 386:df88ea399a724cba, tables 7:87ca658885cfe6a2,
 # table_cells 1527:596e40fd69fbfcf9, chunks 63:858ab3600a9430d2). The partly ruled reader
-# (pdf/partly_ruled.py) changed them again: NICS is read by its column rules (25 columns, the empty
+# (tables/partly_ruled.py) changed them again: NICS is read by its column rules (25 columns, the empty
 # Rentals pair included, the group labels as a header row, the title left as text), so its cells
 # and row chunks change; redp5110's code listing on page 8 holds fewer lines in a table (then pages
 # 30:8d0a7ad46a86f28a, blocks 387:bed1b0a7f5fd1d97, tables 7:5566697a1fd18997, table_cells

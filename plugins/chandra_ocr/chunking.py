@@ -17,7 +17,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from chandra_ocr.config import ChunkOptions
 from chandra_ocr.document import Block, Chunk, Document, Table
-from chandra_ocr.parse.tables import grid
+from chandra_ocr.tables.markup import grid
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _SKIP = {"page_header", "page_footer"}

@@ -13,7 +13,7 @@ from PIL import Image, ImageOps
 from chandra_ocr.document import LABELS
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.chandra_html import LABEL_MAP, normalise_label, parse_chandra_html, scale_bbox
-from chandra_ocr.parse.tables import grid
+from chandra_ocr.tables.markup import grid
 
 # A page in the documented format: top-level divs, data-bbox 0-1000 "x0 y0 x1 y1", data-label.
 PAGE = """<div data-bbox="50 20 950 60" data-label="Page-Header"><p>ACME Annual Report</p></div>

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from chandra_ocr.parse.markdown import parse_markdown, parse_plain_text
-from chandra_ocr.parse.tables import grid
+from chandra_ocr.tables.markup import grid
 
 PAGE = """# Annual Report ##
 

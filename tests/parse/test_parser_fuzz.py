@@ -12,7 +12,7 @@ from chandra_ocr.document import ParsedPage
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.chandra_html import parse_chandra_html
 from chandra_ocr.parse.markdown import parse_markdown, parse_plain_text
-from chandra_ocr.parse.tables import grid, table_from_html, table_from_markdown
+from chandra_ocr.tables.markup import grid, table_from_html, table_from_markdown
 
 # Fragments that exercise the parsers' structure: tags (well-formed, broken, hostile attributes),
 # comments, entities, Markdown markers.

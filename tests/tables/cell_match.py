@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from chandra_ocr.document import Table
-from chandra_ocr.parse.tables import grid
+from chandra_ocr.tables.markup import grid
 
 
 def norm(text: str | None) -> str:

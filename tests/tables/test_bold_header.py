@@ -1,4 +1,4 @@
-"""Header rows set apart by weight only (``pdf/bold_header.py``): tables of names and places, no
+"""Header rows set apart by weight only (``tables/bold_header.py``): tables of names and places, no
 numbers in the body, on pages made here, and the corpus tables whose bold first rows are headers."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from chandra_ocr.pdf.page_tables import page_tables
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
+from chandra_ocr.tables.page import page_tables
 
 NAMES = [("Ada Lovelace", "London", "Mathematics"), ("Alan Turing", "Wilmslow", "Logic"),
          ("Grace Hopper", "Arlington", "Compilers"), ("Edsger Dijkstra", "Nuenen", "Algorithms"),

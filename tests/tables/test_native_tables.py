@@ -22,10 +22,10 @@ import pytest
 from cell_match import anchor_grid, cell_match, filled_grid, norm
 
 from chandra_ocr.parse.html_text import html_to_text
-from chandra_ocr.parse.tables import grid, table_from_html, table_text
-from chandra_ocr.pdf.native_tables import native_tables
-from chandra_ocr.pdf.page_tables import page_tables
 from chandra_ocr.pdf.text_layer import text_blocks
+from chandra_ocr.tables.markup import grid, table_from_html, table_text
+from chandra_ocr.tables.native import native_tables
+from chandra_ocr.tables.page import page_tables
 
 pytestmark = pytest.mark.corpus
 
@@ -172,7 +172,8 @@ def _pages_with_tables(corpus: Path):
 def test_grid_gate_passes_every_page_where_a_table_is_found(corpus):
     """The cheap gate must never skip a page that PyMuPDF's find_tables or our ungated finder has a
     2 × 2 table on."""
-    from chandra_ocr.pdf.ruled_grid import drawn_rules, find_grids, has_cells, page_words
+    from chandra_ocr.tables.ruled_grid import find_grids, has_cells
+    from chandra_ocr.tables.rules import drawn_rules, page_words
 
     for path, page_no in _pages_with_tables(corpus):
         with pymupdf.open(path) as doc:
@@ -187,7 +188,8 @@ def test_grid_gate_passes_every_page_where_a_table_is_found(corpus):
 def test_grids_have_the_shape_pymupdf_finds(corpus):
     """Our ruled-grid reader follows the same method as PyMuPDF's find_tables ("lines"): on the
     accuracy pages, every table it finds has the rows and columns PyMuPDF's has."""
-    from chandra_ocr.pdf.ruled_grid import drawn_rules, find_grids, page_words
+    from chandra_ocr.tables.ruled_grid import find_grids
+    from chandra_ocr.tables.rules import drawn_rules, page_words
 
     for path, page_no in _pages_with_tables(corpus):
         with pymupdf.open(path) as doc:

@@ -1,4 +1,4 @@
-"""Tables ruled only in part (``pdf/partly_ruled.py``), on corpus pages the issue names.
+"""Tables ruled only in part (``tables/partly_ruled.py``), on corpus pages the issue names.
 
 A rule under every record with multi-line cells (AnimalSounds), a boxed header with column rules
 and no row rules (federal register), a rule every five rows with group labels (NICS), a rule every
@@ -13,10 +13,10 @@ import pymupdf
 import pytest
 
 from chandra_ocr.document import Table
-from chandra_ocr.pdf.page_tables import page_tables
-from chandra_ocr.pdf.partly_ruled import frames
-from chandra_ocr.pdf.ruled_grid import drawn_rules
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
+from chandra_ocr.tables.frames import frames
+from chandra_ocr.tables.page import page_tables
+from chandra_ocr.tables.rules import drawn_rules
 
 TABULA = "tabula-java/src/test/resources/technology/tabula/"
 PLUMBER = "pdfplumber/tests/pdfs/"

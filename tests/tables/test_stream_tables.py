@@ -1,9 +1,9 @@
-"""Tables without rules (word alignment, ``pdf/stream_tables.py``) and the page's blocks around tables.
+"""Tables without rules (word alignment, ``tables/stream.py``) and the page's blocks around tables.
 
 Pages made here (no corpus): an unruled table, two-column prose, a numbered list, a table of
 contents. On the corpus: camelot's stream expectations (cell match, tests/tables/cell_match.py),
 no tables on born-digital pages whose ground truth has none, and every word of a page in exactly
-one block (``pdf/page_tables.py``).
+one block (``tables/page.py``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pymupdf
 import pytest
 from cell_match import anchor_grid, cell_match
 
-from chandra_ocr.pdf.page_tables import page_tables
-from chandra_ocr.pdf.stream_tables import split_columns, visual_rows
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
+from chandra_ocr.tables.alignment import split_columns, visual_rows
+from chandra_ocr.tables.page import page_tables
 
 CAMELOT = "camelot/tests/files/"
 PROSE = (

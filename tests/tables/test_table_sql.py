@@ -18,8 +18,6 @@ from chandra_ocr.cli import main
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.document import Document, Page
 from chandra_ocr.parse.chandra_html import parse_chandra_html
-from chandra_ocr.parse.tables import grid
-from chandra_ocr.pdf.page_tables import page_tables
 from chandra_ocr.pdf.text_layer import read_page
 from chandra_ocr.pipeline import run
 from chandra_ocr.store.duckdb_store import connect, load_documents
@@ -27,6 +25,8 @@ from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.rows import document_rows
 from chandra_ocr.store.staging import write_staged
 from chandra_ocr.store.table_view import resolve_document, table_relation
+from chandra_ocr.tables.markup import grid
+from chandra_ocr.tables.page import page_tables
 
 OPTIONS = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, compress=False, workers=1))
 FILES = ["row_span_1.pdf", "twotables_2.pdf", "column_span_2.pdf"]

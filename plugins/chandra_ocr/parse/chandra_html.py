@@ -16,7 +16,7 @@ import re
 from chandra_ocr.document import BBoxPt, Block, ParsedPage, Table
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.html_text import Tag, first_heading_level, html_to_text, iter_tokens
-from chandra_ocr.parse.tables import table_from_html
+from chandra_ocr.tables.markup import table_from_html
 
 BBOX_SCALE = 1000.0
 

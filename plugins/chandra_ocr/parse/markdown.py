@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from chandra_ocr.document import Block, ParsedPage, Table
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.html_text import html_to_text
-from chandra_ocr.parse.tables import table_from_html, table_from_markdown
+from chandra_ocr.tables.markup import table_from_html, table_from_markdown
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*)|[ \t]*$)")

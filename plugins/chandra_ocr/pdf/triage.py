@@ -13,9 +13,9 @@ import pymupdf
 from chandra_ocr.config import PdfOptions
 from chandra_ocr.document import Block, PageTriage, Table
 from chandra_ocr.errors import BadDocumentError, ConfigError
-from chandra_ocr.pdf.page_tables import page_tables
 from chandra_ocr.pdf.running import label_running
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, TextStats, largest_image_share, read_page
+from chandra_ocr.tables.page import page_tables
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def triage_document(
 
     ``force_route`` ("text" or "ocr") puts every page on that route; text blocks are still
     extracted for forced-text pages. Ruled tables of text-route pages become ``Table``s whose
-    text blocks are replaced by one ``table`` block each (``pdf/native_tables.py``). Raises
+    text blocks are replaced by one ``table`` block each (``tables/native.py``). Raises
     ``BadDocumentError`` (message = quarantine reason) for a missing, empty, non-PDF, unreadable,
     page-less or locked document. A page that fails to extract goes to OCR with the error as
     its reason.

@@ -1,23 +1,18 @@
 """Partly ruled tables: a frame of horizontal rules (perhaps with column rules), the rows from the text.
 
 Tables ruled only in part — a rule every row or every few rows, rules around the header only,
-column rules without row rules — whose words no ruled grid took (``pdf/native_tables.py``) are
-read here, before ``pdf/stream_tables.py`` sees the rest:
+column rules without row rules — whose words no ruled grid took (``tables/native.py``) are
+read here, before ``tables/stream.py`` sees the rest:
 
-- Frames, from the drawn rules alone (the cheap test: most pages have none, and no word is
-  looked at then): three or more horizontal rules at least ``MIN_WIDTH`` long with the same ends
-  (within ``SAME`` points), or two with column rules. Column rules inside them that start or end
-  on one of them stretch the frame to their ends (a table ruled only under its header, the
-  columns ruled down). Rules more than ``MAX_BAND`` apart with no column rule between them frame
-  running text, not a table; the sides of filled boxes (shading) are not rules.
+- Frames, from the drawn rules alone (``tables/frames.py``).
 - Frames with words set beside them (within ``BESIDE``) are left to word alignment: the rules
   cover part of a table only (row labels outside a ruled grid).
 - A band between two rules holding running text (``PROSE_LINES`` lines or more, more than
-  ``stream_tables.MAX_WORDS`` words per segment) is not the table's: it splits the frame (page
+  ``stream.MAX_WORDS`` words per segment) is not the table's: it splits the frame (page
   header rules over a page of text and a table at its foot).
 - Columns: the column rules where there are (each word in the column holding its centre; a
   segment with a word running over a rule is one cell spanning the columns it covers), else the
-  gutters of word alignment (``stream_tables.gutter_columns``). Column rules with ``BOXED`` of
+  gutters of word alignment (``alignment.gutter_columns``). Column rules with ``BOXED`` of
   their cells holding two gap-separated segments are boxes of a form, not columns: left to word
   alignment.
 - Rows are the text's visual lines. A line continues the row above it (a multi-line cell) when
@@ -28,40 +23,34 @@ read here, before ``pdf/stream_tables.py`` sees the rest:
   band's first row. Never across a rule.
 - Header rows: lines set just above the frame's top rule (a table ruled from below its header),
   else the rows of its first band (``MAX_HEADER`` at most, without numbers in half their cells),
-  else ``stream_tables.header_rows``. Header lines below the fullest header row, in its band and
+  else ``stream.header_rows``. Header lines below the fullest header row, in its band and
   its columns, join it (the last lines of cells set around the others' middle); rows above it
   (group labels) stay rows, and a label over a shorter rule spans the columns the rule covers, a
   label between column rules that cross its line, over columns whose rules start below it, spans
   those columns.
   A leading line of one segment running over column rules, or in a band of such lines only, is
   a title, left as text.
-- The guards of ``stream_tables.plausible`` (prose, lists, tables of contents, code).
+- The guards of ``stream.plausible`` (prose, lists, tables of contents, code).
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 
-from chandra_ocr.pdf.ruled_grid import Box, Rules, Word, merge_edges
-from chandra_ocr.pdf.stream_tables import (
-    MAX_WORDS,
+from chandra_ocr.tables.alignment import (
     Row,
     StreamTable,
     gutter_columns,
-    header_rows,
     is_number,
     place_cells,
-    plausible,
     split_columns,
     visual_rows,
     words_box,
 )
+from chandra_ocr.tables.frames import SAME, Frame
+from chandra_ocr.tables.rules import Box, Word
+from chandra_ocr.tables.stream import MAX_WORDS, header_rows, plausible
 
-MIN_WIDTH = 72.0  # points: shorter horizontal rules do not frame a table
-SAME = 4.0  # points: rule ends this close are the same
-MAX_BAND = 200.0  # points: rules further apart, with no column rule between, frame running text
-MIN_HEIGHT = 6.0  # points: a lower frame holds no line (a double rule)
 PROSE_LINES = 3  # a band with this many lines of long segments holds running text
 MAX_LEAD = 2  # header lines kept just above a frame's top rule
 MAX_HEADER = 4  # header rows at most in a frame's first band
@@ -71,71 +60,6 @@ BOXED = 0.2  # this share of the cells between column rules holding two segments
 _TOL = 2.0  # points: a word's centre this far outside a frame is still in it
 
 Cell = tuple[int, int, str]  # (first column, colspan, text)
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Horizontal rules of one extent and the column rules inside them."""
-
-    box: Box
-    ys: list[float]  # the horizontal rules, top to bottom
-    xs: list[float]  # column rules running through most of the frame, left to right
-    partial: list[tuple[float, float, float]]  # shorter horizontal rules inside it (y, x0, x1)
-    columns: list[tuple[float, float, float]]  # the column rules at ``xs`` with their extents (x, y0, y1)
-
-
-def frames(rules: Rules) -> list[Frame]:
-    """The frames among the page's drawn rules, top to bottom (module docstring); no word is read."""
-    long = [e for e in rules.drawn_h if e[2] - e[1] >= MIN_WIDTH]
-    if len(long) < 2:
-        return []
-    groups: list[list[tuple[float, float, float]]] = []
-    for e in merge_edges(long):
-        group = next((g for g in groups if abs(g[0][1] - e[1]) <= SAME and abs(g[0][2] - e[2]) <= SAME), None)
-        if group is None:
-            groups.append([e])
-        else:
-            group.append(e)
-    groups = [g for g in groups if len(g) >= 2]
-    if not groups:
-        return []
-    vertical = merge_edges(rules.drawn_v) if rules.drawn_v else []
-    out = []
-    drawn = merge_edges(rules.drawn_h)
-    for g in groups:
-        x0, x1 = min(e[1] for e in g), max(e[2] for e in g)
-        inside = [v for v in vertical if x0 + SAME < v[0] < x1 - SAME]
-        for ys in _stacks(sorted(e[0] for e in g), inside):
-            touching = [v for v in inside if _touches(v, ys)]
-            top = min([ys[0], *(v[1] for v in touching)])
-            bottom = max([ys[-1], *(v[2] for v in touching)])
-            if bottom - top >= MIN_HEIGHT and (len(ys) >= 3 or touching):
-                long_v = [v for v in touching if v[2] - v[1] >= 0.5 * (bottom - top)]
-                xs = sorted({round(v[0], 1) for v in long_v})
-                partial = [
-                    e for e in drawn if top < e[0] < bottom and x0 - SAME <= e[1] and e[2] <= x1 + SAME
-                ]
-                shorter = [e for e in partial if e[2] - e[1] < x1 - x0 - SAME]
-                out.append(Frame((x0, top, x1, bottom), ys, xs, shorter, long_v))
-    return sorted(out, key=lambda f: f.box[1])
-
-
-def _stacks(ys: list[float], vertical: list[tuple[float, float, float]]) -> list[list[float]]:
-    """Rule positions ``ys`` split where two are more than ``MAX_BAND`` apart with no column rule
-    between them (running text between rules: a page's header and footer rules); runs of two or more."""
-    out, run = [], ys[:1]
-    for y in ys[1:]:
-        if y - run[-1] > MAX_BAND and not any(v[1] <= run[-1] + SAME and v[2] >= y - SAME for v in vertical):
-            out.append(run)
-            run = []
-        run.append(y)
-    out.append(run)
-    return [r for r in out if len(r) >= 2]
-
-
-def _touches(v: tuple[float, float, float], ys: list[float]) -> bool:
-    """Whether vertical rule ``v`` starts or ends on one of the rules at ``ys``, or runs between them."""
-    return any(abs(v[1] - y) <= SAME or abs(v[2] - y) <= SAME for y in ys) or ys[0] <= v[1] < v[2] <= ys[-1]
 
 
 def partly_ruled_tables(words: list[Word], found: list[Frame]) -> list[StreamTable]:

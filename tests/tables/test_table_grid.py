@@ -9,7 +9,7 @@ import pytest
 
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.html_text import html_to_text
-from chandra_ocr.parse.tables import (
+from chandra_ocr.tables.markup import (
     MAX_CELLS,
     MAX_COLS,
     MAX_ROWS,

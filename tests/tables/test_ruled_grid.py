@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pymupdf
 
-from chandra_ocr.pdf.native_tables import native_tables
-from chandra_ocr.pdf.ruled_grid import drawn_rules, find_grids, page_words
+from chandra_ocr.tables.native import native_tables
+from chandra_ocr.tables.ruled_grid import find_grids
+from chandra_ocr.tables.rules import drawn_rules, page_words
 
 X0, Y0, W, H = 60, 80, 90, 24  # grid origin, column width, row height (points)
 

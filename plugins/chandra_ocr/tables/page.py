@@ -1,8 +1,8 @@
 """A text-layer page's tables, ruled and unruled, and its blocks with each word in exactly one of them.
 
-- Ruled tables first (``pdf/native_tables.py``, searched only when the drawn edges enclose cells),
-  then partly ruled ones (``pdf/partly_ruled.py``, searched only in frames of drawn rules), then
-  tables from word alignment (``pdf/stream_tables.py``) among the words no ruled table
+- Ruled tables first (``tables/native.py``, searched only when the drawn edges enclose cells),
+  then partly ruled ones (``tables/partly_ruled.py``, searched only in frames of drawn rules), then
+  tables from word alignment (``tables/stream.py``) among the words no ruled table
   holds (nor page headers/footers), searched only when at least ``MIN_ROW_SPLITS`` text lines
   start beside another line on the same row (``TextStats.row_splits``, counted in the one text
   pass) or the drawn edges enclose cells.
@@ -10,7 +10,7 @@
   dropped when none are left), so every word of the page is in one block, a table's words in
   its ``table`` block only. A table block takes the place of the first block it took words from.
 - Header rows: each reader's text rules; a table left without a header gets its bold leading rows
-  (``pdf/bold_header.py``) when its body is not bold.
+  (``tables/bold_header.py``) when its body is not bold.
 - Captions: a block directly before (preferred) or after a table that starts like "Table 3"
   becomes the table's ``caption``.
 """
@@ -24,13 +24,16 @@ import pymupdf
 
 from chandra_ocr.document import Block, Table
 from chandra_ocr.errors import ParseError
-from chandra_ocr.parse.tables import table_from_rows, table_text
-from chandra_ocr.pdf.bold_header import bold_headers
-from chandra_ocr.pdf.native_tables import ruled_tables
-from chandra_ocr.pdf.partly_ruled import frames, partly_ruled_tables
-from chandra_ocr.pdf.ruled_grid import Word, drawn_rules, has_cells, merge_edges, page_words
-from chandra_ocr.pdf.stream_tables import StreamTable, stream_tables
 from chandra_ocr.pdf.text_layer import join_lines
+from chandra_ocr.tables.alignment import StreamTable
+from chandra_ocr.tables.bold_header import bold_headers
+from chandra_ocr.tables.frames import frames
+from chandra_ocr.tables.markup import table_from_rows, table_text
+from chandra_ocr.tables.native import ruled_tables
+from chandra_ocr.tables.partly_ruled import partly_ruled_tables
+from chandra_ocr.tables.ruled_grid import has_cells
+from chandra_ocr.tables.rules import Word, drawn_rules, merge_edges, page_words
+from chandra_ocr.tables.stream import stream_tables
 
 _CAPTION = re.compile(r"^\s*(?:table|tab\.|tabelle|tableau|tabla)\s*[A-Z]?[\dIVXLC]+\b", re.IGNORECASE)
 _EDGE = ("page_header", "page_footer")

@@ -4,39 +4,36 @@ The "lines" method of pdfplumber (and of PyMuPDF's ``find_tables``, which ports 
 against the page's raw drawing list and MuPDF's word list instead of one Python object per
 character: the same edges, tolerances and cell rules, at a fraction of the cost.
 
-- Edges: axis-parallel lines, thin rectangles as one rule, other rectangles and quads as their
-  four sides, closed paths closed; plus the outline of each group of touching drawings that
-  holds text (so a table without outer side rules still gets its outer cells).
-- Edges within ``SNAP`` points of each other are moved onto their mean position, collinear
-  pieces that touch (``JOIN``) become one, and pieces shorter than ``MIN_EDGE`` are dropped.
+- Edges: the page's drawn rules (``tables/rules.py``), plus the outline of each group of
+  touching drawings that holds text (so a table without outer side rules still gets its outer
+  cells), snapped and joined by ``rules.merge_edges``.
 - A crossing is where a vertical and a horizontal edge meet (``CROSS`` tolerance); a cell is
   the smallest rectangle whose four corners are crossings joined by edges; cells sharing a
   corner form one grid. A grid needs two distinct left and right cell edges and some text.
-- Coordinates are of the displayed page (rotation applied), so rows and columns are those a
-  reader sees; ``page_words`` returns words in the same space.
+- Coordinates are of the displayed page (rotation applied), as ``rules.page_words`` gives words.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from dataclasses import dataclass, field
-from operator import itemgetter
+from dataclasses import dataclass
 
 import pymupdf
 
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS
+from chandra_ocr.tables.rules import (
+    SNAP,
+    Box,
+    Rules,
+    Word,
+    axis_parallel,
+    box_sides,
+    merge_edges,
+    transformed_box,
+)
 
-Box = tuple[float, float, float, float]  # x0, y0, x1, y1
-Word = tuple  # MuPDF word: (x0, y0, x1, y1, text, block_no, line_no, word_no)
-_Edge = tuple[float, float, float]  # (position across, start, end along)
-
-MAX_ITEMS = 20_000  # more drawing items than this: a chart or map, not searched for tables
-SNAP = 3.0  # points: parallel edges this close are snapped onto one position
-JOIN = 3.0  # points: collinear edges with a gap this small are joined
-MIN_EDGE = 3.0  # points: shorter edges are dropped (after joining)
 CROSS = 3.0  # points: edges this close to each other cross
-THIN = 3.0  # points: a rectangle this thin (and longer than thick) is one rule
 
 
 @dataclass(frozen=True)
@@ -58,71 +55,6 @@ class Grid:
         return len(self.col_lefts)
 
 
-def page_words(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> list[Word]:
-    """The page's words in MuPDF's order, bboxes in displayed space (for ``find_grids``, ``cell_texts``).
-
-    ``textpage``: the page's text extracted with ``TEXT_FLAGS``, if already at hand.
-    """
-    words = page.get_text("words", flags=TEXT_FLAGS, textpage=textpage)
-    if not page.rotation:
-        return words
-    m = page.rotation_matrix
-    return [(*_box(m, w[:4]), *w[4:]) for w in words]
-
-
-@dataclass(frozen=True)
-class Rules:
-    """A page's drawn edges in displayed space, before snapping, and the boxes of its drawings."""
-
-    h: list[_Edge]  # horizontal: (y, x0, x1)
-    v: list[_Edge]  # vertical: (x, y0, y1)
-    boxes: list[Box]  # each drawing's bounding box (for the outlines of touching drawings)
-    area: Box  # the displayed page
-    drawn_h: list[_Edge] = field(default_factory=list)  # horizontal rules: ``h`` less shading edges
-    drawn_v: list[_Edge] = field(default_factory=list)  # vertical rules: ``v`` less shading edges
-
-
-def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
-    """The edges of ``paths`` (``page.get_cdrawings()``); None past ``MAX_ITEMS`` drawing items."""
-    segments: list[tuple[float, float, float, float]] = []
-    shading: list[tuple[float, float, float, float]] = []  # sides of filled, unstroked boxes
-    n = 0
-    for path in paths:
-        items = path["items"]
-        n += len(items)
-        if n > MAX_ITEMS:
-            return None
-        if path.get("closePath") and items and items[0][0] == "l" and items[-1][0] == "l":
-            items = [*items, ("l", items[-1][2], items[0][1])]
-        sides = shading if path.get("type") == "f" else segments  # where a box's four sides go
-        for item in items:
-            kind = item[0]
-            if kind == "l":
-                segments.append((*item[1], *item[2]))
-            elif kind == "re":
-                x0, y0, x1, y1 = item[1]
-                x0, x1 = (x0, x1) if x0 <= x1 else (x1, x0)
-                y0, y1 = (y0, y1) if y0 <= y1 else (y1, y0)
-                if x1 - x0 <= THIN and x1 - x0 < y1 - y0:  # a rule drawn as a thin rectangle
-                    segments.append(((x0 + x1) / 2, y0, (x0 + x1) / 2, y1))
-                elif y1 - y0 <= THIN and y1 - y0 < x1 - x0:
-                    segments.append((x0, (y0 + y1) / 2, x1, (y0 + y1) / 2))
-                else:
-                    sides += _sides((x0, y0, x1, y1))
-            elif kind == "qu":
-                (ax, ay), (bx, by), (cx, cy), (dx, dy) = item[1]  # ul, ur, ll, lr
-                segments += [(ax, ay, cx, cy), (cx, cy, dx, dy), (dx, dy, bx, by), (bx, by, ax, ay)]
-    m = page.rotation_matrix if page.rotation else None
-    if m is not None:
-        segments = [(*_point(m, (ax, ay)), *_point(m, (bx, by))) for ax, ay, bx, by in segments]
-        shading = [(*_point(m, (ax, ay)), *_point(m, (bx, by))) for ax, ay, bx, by in shading]
-    area = tuple(page.rect)
-    h, v = _axis_parallel(segments, area)
-    shade_h, shade_v = _axis_parallel(shading, area)
-    boxes = sorted({_box(m, p["rect"]) for p in paths}, key=lambda r: (r[3], r[0]))
-    return Rules(h + shade_h, v + shade_v, boxes, area, h, v)
-
-
 def has_cells(rules: Rules) -> bool:
     """Whether the drawn edges alone enclose at least two touching cells (the test before words are read)."""
     if len(rules.h) < 2 or len(rules.v) < 2 or len(rules.h) + len(rules.v) < 5:  # merging only drops edges
@@ -139,9 +71,9 @@ def find_grids(rules: Rules, words: list[Word], clip: Box | None = None) -> list
     h, v = rules.h, rules.v
     if clip is not None:
         words = [w for w in words if _centre_in(w, area)]
-        h, v = _axis_parallel([(x0, y, x1, y) for y, x0, x1 in h] + [(x, y0, x, y1) for x, y0, y1 in v], area)
-    outline_h, outline_v = _axis_parallel(
-        [s for box in _outlines(rules.boxes, words) for s in _sides(box)], area
+        h, v = axis_parallel([(x0, y, x1, y) for y, x0, x1 in h] + [(x, y0, x, y1) for x, y0, y1 in v], area)
+    outline_h, outline_v = axis_parallel(
+        [s for box in _outlines(rules.boxes, words) for s in box_sides(box)], area
     )
     h, v = merge_edges(h + outline_h), merge_edges(v + outline_v)
     grids = [_grid(cells) for cells in _connected(_cells(_crossings(h, v)))]
@@ -210,7 +142,7 @@ def _chars(page: pymupdf.Page, words: list[Word]) -> list[tuple[float, float, st
             for span in line["spans"]:
                 for char in span["chars"]:
                     if not char["c"].isspace():
-                        x0, y0, x1, y1 = _box(m, char["bbox"])
+                        x0, y0, x1, y1 = transformed_box(m, char["bbox"])
                         out.append(((x0 + x1) / 2, (y0 + y1) / 2, char["c"]))
     return out
 
@@ -238,51 +170,6 @@ def _order(word: Word) -> tuple[int, int, int]:
 def _centre_in(word: Word, box: Box) -> bool:
     cx, cy = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
     return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
-
-
-def _box(m: pymupdf.Matrix | None, r) -> Box:
-    """Rectangle ``r`` (x0, y0, x1, y1) through ``m``, normalised."""
-    if m is None:
-        x0, y0, x1, y1 = r
-    else:
-        (x0, y0), (x1, y1) = _point(m, r[:2]), _point(m, r[2:])
-    # min and max of two, without the calls (a hot loop); the same values, ties and NaNs included
-    return (x1 if x1 < x0 else x0), (y1 if y1 < y0 else y0), (x1 if x1 > x0 else x0), (y1 if y1 > y0 else y0)
-
-
-def _point(m: pymupdf.Matrix, p) -> tuple[float, float]:
-    x, y = p
-    return m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f
-
-
-def _axis_parallel(
-    segments: list[tuple[float, float, float, float]], area: Box
-) -> tuple[list[_Edge], list[_Edge]]:
-    """(horizontal, vertical) edges of the axis-parallel segments (within ``SNAP``), cut to ``area``."""
-    ax0, ay0, ax1, ay1 = area
-    h: list[_Edge] = []
-    v: list[_Edge] = []
-    for x0, y0, x1, y1 in segments:
-        if x0 > x1:
-            x0, x1 = x1, x0
-        if y0 > y1:
-            y0, y1 = y1, y0
-        if (x1 - x0 > SNAP and y1 - y0 > SNAP) or x0 > ax1 or x1 < ax0 or y0 > ay1 or y1 < ay0:
-            continue  # slanted, or outside
-        x0, x1 = (x0 if x0 > ax0 else ax0), (x1 if x1 < ax1 else ax1)  # not max/min: hot loop
-        y0, y1 = (y0 if y0 > ay0 else ay0), (y1 if y1 < ay1 else ay1)
-        if y0 == y1:
-            if x0 != x1:
-                h.append((y0, x0, x1))
-        else:
-            v.append((x0, y0, y1))
-    return h, v
-
-
-def _sides(box: Box) -> list[tuple[float, float, float, float]]:
-    """The four sides of a box as segments."""
-    x0, y0, x1, y1 = box
-    return [(x0, y0, x0, y1), (x0, y1, x1, y1), (x1, y1, x1, y0), (x1, y0, x0, y0)]
 
 
 def _outlines(boxes: list[Box], words: list[Word]) -> list[Box]:
@@ -320,41 +207,6 @@ def _neighbours(a, b) -> bool:
 def _corner_in(a, b) -> bool:
     in_x = b[0] - SNAP <= a[0] <= b[2] + SNAP or b[0] - SNAP <= a[2] <= b[2] + SNAP
     return in_x and (b[1] - SNAP <= a[1] <= b[3] + SNAP or b[1] - SNAP <= a[3] <= b[3] + SNAP)
-
-
-def merge_edges(edges: list[_Edge]) -> list[_Edge]:
-    """Edges snapped to shared positions, touching collinear pieces joined, short ones dropped."""
-    if not edges:
-        return []
-    edges = sorted(edges)
-    groups, group = [], [edges[0]]
-    for e in edges[1:]:
-        if e[0] <= group[-1][0] + SNAP:
-            group.append(e)
-        else:
-            groups.append(group)
-            group = [e]
-    groups.append(group)
-    out = []
-    for group in groups:
-        if len(group) == 1:  # most edges: nothing to snap or join
-            at, start, end = group[0]
-            if end - start >= MIN_EDGE:
-                out.append((at, start, end))
-            continue
-        at = sum(e[0] for e in group) / len(group)
-        along = sorted(group, key=itemgetter(1))
-        _, start, end = along[0]
-        for _, s, t in along[1:]:
-            if s <= end + JOIN:
-                end = max(end, t)
-                continue
-            if end - start >= MIN_EDGE:
-                out.append((at, start, end))
-            start, end = s, t
-        if end - start >= MIN_EDGE:
-            out.append((at, start, end))
-    return out
 
 
 _Corners = dict[tuple[float, float], tuple[set[int], set[int]]]  # (x, y) → (vertical ids, horizontal ids)

@@ -1,16 +1,16 @@
-"""Ruled tables of born-digital pages (``pdf/ruled_grid.py``) → ``Table``s (placed by ``pdf/page_tables.py``).
+"""Ruled tables of born-digital pages (``tables/ruled_grid.py``) → ``Table``s (placed by ``tables/page.py``).
 
-Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/stream_tables.py``.
+Tables drawn with lines (the "lines" method); tables without all rules: ``tables/stream.py``.
 
 - A page is only searched when its drawn edges alone enclose two touching cells
   (``ruled_grid.has_cells``, before any word is read); pages with more than
-  ``ruled_grid.MAX_ITEMS`` drawing items (charts, maps) are not searched.
+  ``rules.MAX_ITEMS`` drawing items (charts, maps) are not searched.
 - Cells are read from MuPDF's words (logical order, so right-to-left text reads as in the text
   layer); a word running across a cell border is split by its characters.
 - Frames are not tables: a table whose area holds another table is dropped, and a table with
   one cell covering most of it (a frame around a ruled table) is replaced by the tables found
   inside that cell.
-- Grids the text disagrees with are not tables (their words are left to ``pdf/stream_tables.py``):
+- Grids the text disagrees with are not tables (their words are left to ``tables/stream.py``):
   a drawn column no cell of which holds text (the boxes of a form), a grid of one or two rows
   with a cell of more than ``MAX_CELL_WORDS`` words, or any with a cell of twice that (a frame
   around running text, or boxes around many rows), and two cells
@@ -20,7 +20,7 @@ Tables drawn with lines (the "lines" method); tables without all rules: ``pdf/st
 - Sparse grids are not tables: fewer than ``MIN_FILL`` cells with text per grid position is
   the boxes of a diagram (callouts with arrows), kept as text.
 - Merged cells keep their spans: a cell's ``rowspan``/``colspan`` are the grid rows and columns
-  its rectangle covers. ``parse.tables.table_from_rows`` builds the table (and its HTML) with the
+  its rectangle covers. ``markup.table_from_rows`` builds the table (and its HTML) with the
   header rules and limits of model output; ``source`` is "native".
 - Bboxes are in points of the displayed page (rotation applied), like every block; rows and
   columns are those of the displayed page.
@@ -37,19 +37,9 @@ import pymupdf
 
 from chandra_ocr.document import BBoxPt, Table
 from chandra_ocr.errors import ParseError
-from chandra_ocr.parse.tables import table_from_rows
-from chandra_ocr.pdf.ruled_grid import (
-    Box,
-    Grid,
-    Rules,
-    Word,
-    cell_at,
-    cell_texts,
-    drawn_rules,
-    find_grids,
-    has_cells,
-    page_words,
-)
+from chandra_ocr.tables.markup import table_from_rows
+from chandra_ocr.tables.ruled_grid import Grid, cell_at, cell_texts, find_grids, has_cells
+from chandra_ocr.tables.rules import Box, Rules, Word, drawn_rules, page_words
 
 FRAME_SHARE = 0.5  # one cell covering more than this share of its table: a frame around other content
 MIN_FILL = 0.3  # fewer cells with text per grid position: boxes of a diagram, not a table

@@ -1,6 +1,6 @@
 """Header rows set in bold, for text-layer tables the text rules found no header for.
 
-The text rules (``parse/tables.py``, ``stream_tables.header_rows``) need a number in the body;
+The text rules (``tables/markup.py``, ``stream.header_rows``) need a number in the body;
 tables of names, places or marks have none. Their header is often set apart by weight only: the
 table's leading visual lines all bold (MuPDF's bold flag or a bold font name), the lines below
 mostly not (at most ``BODY_BOLD`` of their spans). The leading rows whose words all lie on those
@@ -13,8 +13,8 @@ from __future__ import annotations
 import pymupdf
 
 from chandra_ocr.document import BBoxPt, Table
-from chandra_ocr.parse.tables import grid, with_header_rows
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS
+from chandra_ocr.tables.markup import grid, with_header_rows
 
 MAX_ROWS = 4  # header rows at most
 BODY_BOLD = 0.25  # the body's share of bold spans at most: more, and weight sets nothing apart

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from chandra_ocr.pdf.ruled_grid import drawn_rules, has_cells
+from chandra_ocr.tables.ruled_grid import has_cells
+from chandra_ocr.tables.rules import drawn_rules
 
 
 def _page(draw) -> pymupdf.Page:

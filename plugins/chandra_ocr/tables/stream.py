@@ -1,19 +1,14 @@
 """Tables without (all) rules on text-layer pages: rows and columns from the alignment of words.
 
-The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word list:
+The "stream" idea (Nurminen; tabula and camelot), written against MuPDF's word list; visual
+rows, segments, columns and cells come from ``tables/alignment.py``:
 
-- Visual rows: words clustered by their vertical middle (page-wide, so a row runs across cells).
-- Segments: within a row, words separated by less than ``GAP`` × the word height belong to one
-  segment (a cell candidate); a wider gap separates cells.
 - Regions: runs of rows with two or more segments, vertically close (``ROW_GAP`` × the row
   height); up to ``MAX_BRIDGE`` one-segment rows inside a run (section labels, wrapped cells)
   and ``MAX_LEAD`` just above it (header lines) are kept, not below it, nor a last row of text
   set ``APART`` usual row gaps below the others; a leading line with only a
   first-column cell is a label above the table, left as text.
-- Columns: x ranges covered by the segments of at most ``SPAN_SHARE`` of the multi-segment rows
-  are gutters; the ranges between gutters are columns. A segment covering several columns is one cell
-  spanning them (spanning headers). A column most of whose cells have a word gap at the same x is
-  two columns set closer than a cell gap (``SPLIT_GAP``, ``SPLIT_SHARE``). A prose column at a
+- Columns: the gutters of word alignment (``alignment.gutter_columns``). A prose column at a
   region's side (long segments: another text column of the page) is dropped and the rest
   measured again. Two tables side by side: a
   gutter ``SIDE_GAP`` times wider than the others between two groups of as many columns.
@@ -40,24 +35,30 @@ import bisect
 import itertools
 import re
 import statistics
-import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-from chandra_ocr.pdf.ruled_grid import Box, Word
+from chandra_ocr.tables.alignment import (
+    MIN_ROWS,
+    Row,
+    StreamTable,
+    gutter_columns,
+    is_number,
+    keep_segments,
+    overlaps,
+    place_cells,
+    split_columns,
+    visual_rows,
+    words_box,
+)
+from chandra_ocr.tables.rules import Box, Word
 
-GAP = 0.5  # × word height: a wider gap between words of a row separates cells
 ROW_GAP = 3.0  # × row height: a wider vertical gap ends a table region
 MAX_BRIDGE = 2  # one-segment rows kept inside a region
 WRAP_GAP = 0.4  # × row height: a body row this much closer to the one above than usual wraps it
 SIDE_GAP = 2.5  # a gutter this many times the others' median between equal column groups: two tables
-SPLIT_GAP = 0.3  # × word height: a word gap this wide, at one x in most cells of a column, splits it
-SPLIT_SHARE = 0.8
 APART = 3.0  # a last row this many usual row gaps below the one above is not the table's
 PROSE_NEAR = 2  # a short region with lines of prose set in columns this many rows around it needs numbers
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
-SPAN_SHARE = 0.15  # x ranges covered by at most this share of a region's rows are gutters
-MIN_ROWS = 3
 MIN_BOXES = 3  # column rules splitting a region into this many boxes of two columns or more: a form
 MIN_COLS = 3
 MAX_WORDS = 4.0  # mean words per non-empty cell; more: prose set in columns
@@ -65,64 +66,12 @@ MIN_FILL = 0.45  # non-empty cells per grid position
 MIN_NUMERIC_2COL = 0.5  # a two-column region needs this share of numbers in its second column
 CODE_SHARE = 0.5  # this share of the text cells with code punctuation: a listing, not a table
 PROSE_WORDS = 7  # a column whose cells have this many words (median) is running text
-_AMOUNT = r"[$€£¥]?\s*\d[\d\s,.]*(?:%|[KMBkm]|bn|mn)?"  # "$1.1M", "2.5bn"
-_NUMERIC = re.compile(rf"[-+±−–(]?\s*{_AMOUNT}(?:\s*[-–—]\s*{_AMOUNT})?\)?\*?\s*[$€£¥]?")  # a range counts
 _MARKER = re.compile(
     r"^(?:[•◦▪▫●○■□‣⁃∙·➢►▶✓✔\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\[\d{1,4}\]|\(?[ivx]{1,4}[.)])$"
 )
 _PAGE_NO = re.compile(r"[.\s…]*(?:\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})")
-_DOTS = re.compile(r"[.…·]{1,}$|^[.…·]+$")
 _CODE = re.compile(r"[\[\]{};=\"']|\w\(")  # "(95% CI)" or "Asian (non-Hispanic)" is not code, "f(x)" is
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
-
-
-@dataclass
-class Seg:
-    """Words of one row closer together than a cell gap; their extent is measured once, when made."""
-
-    words: list[Word]
-    x0: float = field(init=False)
-    x1: float = field(init=False)  # the right end of its text, dot leaders not counted (they run on)
-    n_words: int = field(init=False)  # words other than dot leaders
-
-    def __post_init__(self) -> None:
-        text = [w[2] for w in self.words if not _DOTS.fullmatch(w[4])]
-        self.x0 = self.words[0][0]
-        self.x1 = max(text, default=self.words[0][2])
-        self.n_words = len(text)
-
-    @property
-    def text(self) -> str:
-        """Its words in reading order: right to left where they are in a right-to-left script."""
-        texts = [w[4] for w in self.words]
-        rtl = max(texts) >= "\u0590" and any(_rtl(t) for t in texts)  # max: a cheap test first
-        return " ".join(texts[::-1] if rtl else texts)
-
-
-@dataclass
-class Row:
-    """One visual row of the page: its vertical band and its segments, left to right."""
-
-    y0: float
-    y1: float
-    words: list[Word] = field(default_factory=list)
-    segs: list[Seg] = field(default_factory=list)
-
-    @property
-    def height(self) -> float:
-        return self.y1 - self.y0
-
-
-@dataclass(frozen=True)
-class StreamTable:
-    """A table found from word alignment: cells as (row, col, rowspan, colspan, text), header rows."""
-
-    bbox: Box
-    n_rows: int
-    n_cols: int
-    cells: list[tuple[int, int, int, int, str]]
-    n_header: int
-    words: frozenset[int]  # indices (into the words given) of the words in the table
 
 
 def stream_tables(
@@ -155,7 +104,7 @@ def _repeated_boxes(region: list[Row], v_rules) -> list[list[Row]]:
         return [region]
     bounds = [x0 - 1, *xs, x1 + 1]
     boxes = [
-        [r for r in _keep(region, lambda seg, a=a, b=b: a < (seg.x0 + seg.x1) / 2 < b) if r.segs]
+        [r for r in keep_segments(region, lambda seg, a=a, b=b: a < (seg.x0 + seg.x1) / 2 < b) if r.segs]
         for a, b in itertools.pairwise(bounds)
     ]
     heads = [next((tuple(s.text for s in r.segs) for r in box if len(r.segs) >= 2), None) for box in boxes]
@@ -192,61 +141,11 @@ def _side_by_side(region: list[Row]) -> list[list[Row]]:
     if k + 1 != len(cols) - k - 1 or gutters[k] < SIDE_GAP * statistics.median(others):
         return [region]
     cut = (cols[k][1] + cols[k + 1][0]) / 2
-    halves = [_keep(region, lambda seg: seg.x1 < cut), _keep(region, lambda seg: seg.x0 > cut)]
+    halves = [
+        keep_segments(region, lambda seg: seg.x1 < cut),
+        keep_segments(region, lambda seg: seg.x0 > cut),
+    ]
     return [[r for r in half if r.segs] for half in halves]
-
-
-def _keep(region: list[Row], wanted) -> list[Row]:
-    out = []
-    for r in region:
-        segs = [s for s in r.segs if wanted(s)]
-        out.append(Row(r.y0, r.y1, [w for s in segs for w in s.words], segs))
-    return out
-
-
-def visual_rows(words: list[Word]) -> list[Row]:
-    """Visual rows top to bottom, with their segments."""
-    mids = [(w[1] + w[3]) / 2 for w in words]
-    rows: list[Row] = []
-    index: list[list[int]] = []
-    band = (0.0, -1.0)  # the first word's middle half: a row's words have their middle in it
-    for i in sorted(range(len(words)), key=mids.__getitem__):
-        w = words[i]
-        if not w[4].strip() or w[3] <= w[1]:
-            continue
-        mid = mids[i]
-        if rows and band[0] <= mid <= band[1]:
-            row = rows[-1]
-            row.y0, row.y1 = min(row.y0, w[1]), max(row.y1, w[3])
-            index[-1].append(i)
-        else:
-            rows.append(Row(w[1], w[3]))
-            index.append([i])
-            quarter = (w[3] - w[1]) / 4
-            band = (mid - quarter, mid + quarter)
-    for row, ids in zip(rows, index, strict=True):
-        row.words = [(*words[i][:8], i) for i in sorted(ids, key=lambda i: words[i][0])]
-        row.segs = _segments(row.words)
-    return rows
-
-
-def _segments(words: list[Word]) -> list[Seg]:
-    """Gap-separated runs of words; dot leaders join the text before them, a number after them starts one."""
-    heights = sorted(w[3] - w[1] for w in words)
-    gap = GAP * heights[len(heights) // 2]
-    runs: list[list[Word]] = []
-    end = 0.0
-    leader = False  # the last word ends in dot leaders
-    for w in words:
-        text = w[4]
-        if runs and (_DOTS.fullmatch(text) or (w[0] - end <= gap and not (leader and is_number(text)))):
-            runs[-1].append(w)
-            end = max(end, w[2])
-        else:
-            runs.append([w])
-            end = w[2]
-        leader = _DOTS.search(text) is not None
-    return [Seg(run) for run in runs]
 
 
 def _regions(rows: list[Row]) -> list[list[Row]]:
@@ -322,29 +221,6 @@ def _trim(run: list[Row]) -> list[Row]:
     return run
 
 
-def gutter_columns(segs: list[Seg], n_rows: int) -> list[tuple[float, float]]:
-    """Column x ranges: between gutters that at most ``SPAN_SHARE`` of the rows cross."""
-    x0 = int(min(s.x0 for s in segs))
-    x1 = int(max(s.x1 for s in segs)) + 1
-    steps = [0] * (x1 - x0 + 2)  # +1 where a segment starts, -1 after it ends
-    for s in segs:
-        steps[int(s.x0) - x0] += 1
-        steps[int(s.x1) - x0 + 1] -= 1
-    cover = list(itertools.accumulate(steps[:-1]))
-    limit = max(1.0, SPAN_SHARE * n_rows) if n_rows >= 4 else SPAN_SHARE * n_rows  # one stray row may cross
-    cols: list[tuple[float, float]] = []
-    start = None
-    for x, n in enumerate(cover):
-        if n > limit and start is None:
-            start = x
-        elif n <= limit and start is not None:
-            cols.append((start + x0, x - 1 + x0))
-            start = None
-    if start is not None:
-        cols.append((start + x0, len(cover) - 1 + x0))
-    return cols
-
-
 def _table(region: list[Row], h_rules, v_rules, words: list[Word]) -> StreamTable | None:
     """A region as a table, or None when it fails a guard."""
     for _ in range(3):
@@ -403,59 +279,6 @@ def _join_wrapped(grid: list[list[tuple[int, int, str]]], region: list[Row], n_h
     return out
 
 
-def split_columns(region: list[Row], cols: list[tuple[float, float]]):
-    """The region and its columns with each column split where ``SPLIT_SHARE`` of its cells have a
-    word gap (of ``SPLIT_GAP`` × the word height at least) at the same x: two columns set closer
-    than a cell gap ("648765 AAA")."""
-    cuts: dict[int, float] = {}
-    for k, col in enumerate(cols):
-        inside = [s for r in region for s in r.segs if col[0] <= s.x0 and s.x1 <= col[1]]
-        gaps = [
-            [(a[2], b[0]) for a, b in zip(s.words, s.words[1:], strict=False) if _wide(a, b)] for s in inside
-        ]
-        for lo, hi in sorted({g for seg in gaps for g in seg}):
-            x = (lo + hi) / 2
-            hits = sum(any(a < x < b for a, b in seg) for seg in gaps)
-            if len(inside) >= MIN_ROWS and hits >= SPLIT_SHARE * len(inside) and not _unit(inside, x):
-                cuts[k] = x
-                break
-    if not cuts:
-        return region, cols
-    out = []
-    for r in region:
-        segs = []
-        for seg in r.segs:
-            starts_in = [x for k, x in cuts.items() if cols[k][0] <= seg.x0 <= cols[k][1]]
-            x = next((x for x in starts_in if seg.x0 < x < seg.x1), None)
-            parts = (
-                [[w for w in seg.words if w[2] <= x], [w for w in seg.words if w[2] > x]]
-                if x
-                else [seg.words]
-            )
-            segs += [Seg(p) for p in parts if p]
-        out.append(Row(r.y0, r.y1, r.words, segs))
-    split: list[tuple[float, float]] = []
-    for k, (a, b) in enumerate(cols):
-        split += [(a, cuts[k] - 1), (cuts[k] + 1, b)] if k in cuts else [(a, b)]
-    return out, split
-
-
-def _wide(a: Word, b: Word) -> bool:
-    """Whether words ``a`` and ``b`` of one segment are ``SPLIT_GAP`` × their height apart or more
-    (dot leaders not counted)."""
-    dots = _DOTS.fullmatch(a[4]) or _DOTS.fullmatch(b[4])
-    return not dots and b[0] - a[2] >= SPLIT_GAP * (b[3] - b[1])
-
-
-def _unit(segs: list[Seg], x: float) -> bool:
-    """Whether the text right of ``x`` is the same lower-case word in ``SPLIT_SHARE`` of the cells (a
-    unit after each number, "1 years", "10 years"): not a column of its own (a code in capitals
-    beside each number, "648765 AAA", is)."""
-    right = [" ".join(w[4] for w in s.words if w[0] > x) for s in segs]
-    common = max((right.count(t) for t in set(right) if t.isalpha() and t.islower()), default=0)
-    return common >= SPLIT_SHARE * len(segs)
-
-
 def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
     """A leading row of at most two cells, one spanning most columns: a title or caption, not a header."""
     return len(row) <= 2 and n_cols >= 3 and any(span >= 0.6 * n_cols for _, span, _ in row)
@@ -464,49 +287,14 @@ def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
 def _prose_side(region: list[Row], cols: list[tuple[float, float]]) -> int | None:
     """The index of the first or last column when it holds running text (another column of the page)."""
     for k in (0, len(cols) - 1):
-        counts = [s.n_words for r in region for s in r.segs if _overlaps(s, cols[k])]
+        counts = [s.n_words for r in region for s in r.segs if overlaps(s, cols[k])]
         if counts and statistics.median(counts) >= PROSE_WORDS:
             return k
     return None
 
 
 def _without(region: list[Row], col: tuple[float, float]) -> list[Row]:
-    return _keep(region, lambda seg: not _overlaps(seg, col))
-
-
-def _overlaps(seg: Seg, col: tuple[float, float]) -> bool:
-    return seg.x0 <= col[1] and seg.x1 >= col[0]
-
-
-def place_cells(row: Row, cols: list[tuple[float, float]]) -> list[tuple[int, int, str]]:
-    """(first column, colspan, text) of each cell of ``row``; segments sharing a column are joined."""
-    cells: list[tuple[int, int, str]] = []
-    for s in _numbers_apart(row.segs, cols):
-        hit = [k for k, c in enumerate(cols) if _overlaps(s, c)]
-        if not hit:  # inside a gutter: the nearest column to its left (or the first)
-            hit = [max([k for k, c in enumerate(cols) if c[1] < s.x0] or [0])]
-        first, last = hit[0], hit[-1]
-        if cells and cells[-1][0] + cells[-1][1] > first:  # shares a column with the previous cell
-            prev = cells.pop()
-            first = prev[0]
-            last = max(last, prev[0] + prev[1] - 1)
-            cells.append((first, last - first + 1, prev[2] + " " + s.text))
-        else:
-            cells.append((first, last - first + 1, s.text))
-    return cells
-
-
-def _numbers_apart(segs: list[Seg], cols: list[tuple[float, float]]) -> list[Seg]:
-    """Segments with numbers set closer than a cell gap in two columns ("6,398 29.7") split into one
-    segment per number: numbers do not span columns."""
-    out = []
-    for s in segs:
-        numbers = len(s.words) >= 2 and all(is_number(w[4]) for w in s.words)
-        if numbers and sum(1 for c in cols if _overlaps(s, c)) >= 2:
-            out += [Seg([w]) for w in s.words]
-        else:
-            out.append(s)
-    return out
+    return keep_segments(region, lambda seg: not overlaps(seg, col))
 
 
 def plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
@@ -542,15 +330,6 @@ def plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
     return True
 
 
-def _rtl(word: str) -> bool:
-    """Whether ``word`` starts with a right-to-left letter (Hebrew, Arabic, ...)."""
-    return word[0] >= "\u0590" and unicodedata.bidirectional(word[0]) in ("R", "AL")
-
-
-def is_number(text: str) -> bool:
-    return bool(_NUMERIC.fullmatch(text.strip()))
-
-
 def header_rows(grid, region: list[Row], h_rules, box: Box) -> int:
     """Leading rows above the first body row (a label in the first column and a number; without a label
     column, the first row with a number); bounded by an early drawn rule."""
@@ -569,12 +348,3 @@ def header_rows(grid, region: list[Row], h_rules, box: Box) -> int:
         if 0 < above <= first_body:
             return above
     return min(first_body, len(grid) - 1)
-
-
-def words_box(words: list[Word]) -> Box:
-    return (
-        min(w[0] for w in words),
-        min(w[1] for w in words),
-        max(w[2] for w in words),
-        max(w[3] for w in words),
-    )
