@@ -36,8 +36,9 @@ from synthetic_pdfs import pdf_bytes  # noqa: E402
 
 from chandra_ocr.config import IngestOptions, PdfOptions  # noqa: E402
 from chandra_ocr.ocr.registry import build_engine  # noqa: E402
-from chandra_ocr.pdf.sources import ObjectSource, open_source  # noqa: E402
 from chandra_ocr.pipeline import run  # noqa: E402
+from chandra_ocr.sources.object_store import ObjectSource  # noqa: E402
+from chandra_ocr.sources.source import open_source  # noqa: E402
 from chandra_ocr.stages import Discover, RunContext  # noqa: E402
 from chandra_ocr.store.dataset import add_files, next_gen, write_file  # noqa: E402
 from chandra_ocr.store.layout import KbLayout  # noqa: E402

@@ -13,9 +13,9 @@ from chandra_ocr import preflight
 from chandra_ocr.config import ENGINE_KINDS, IngestOptions, PdfOptions
 from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, print_json, run_sql
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.pdf.discover import recent_note
-from chandra_ocr.pdf.sources import open_source
 from chandra_ocr.report.data import run_incomplete
+from chandra_ocr.sources.discover import recent_note
+from chandra_ocr.sources.source import open_source
 from chandra_ocr.store.duckdb_store import connect
 
 RECENT_SHOWN = 5  # files skipped as still being written that a run names

@@ -17,8 +17,9 @@ from typing import Any
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.manifest import Batch, elsewhere_counts, pages_read, status_counts
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.pdf.discover import Discovery
-from chandra_ocr.pdf.sources import LocalSource, ObjectSource
+from chandra_ocr.sources.discover import Discovery
+from chandra_ocr.sources.local import LocalSource
+from chandra_ocr.sources.object_store import ObjectSource
 from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, RunContext, build_run_engine
 from chandra_ocr.stages.context import watching
 from chandra_ocr.store import claims

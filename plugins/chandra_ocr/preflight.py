@@ -12,9 +12,11 @@ from pathlib import Path
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.pdf.discover import candidates
 from chandra_ocr.pdf.passwords import load_passwords
-from chandra_ocr.pdf.sources import GLOB_CHARS, LocalSource, ObjectSource, open_source
+from chandra_ocr.sources.entry import GLOB_CHARS
+from chandra_ocr.sources.local import LocalSource, candidates
+from chandra_ocr.sources.object_store import ObjectSource
+from chandra_ocr.sources.source import open_source
 from chandra_ocr.store.layout import KbLayout
 
 

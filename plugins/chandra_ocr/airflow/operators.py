@@ -34,9 +34,9 @@ from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.manifest import Batch, elsewhere_counts, file_names, incomplete, status_counts
 from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.pdf.discover import recent_note
 from chandra_ocr.pdf.passwords import PasswordBook, parse_passwords
 from chandra_ocr.preflight import check_engine_options, check_fallbacks
+from chandra_ocr.sources.discover import recent_note
 from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, build_run_engine
 
 log = logging.getLogger(__name__)

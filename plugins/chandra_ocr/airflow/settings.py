@@ -21,8 +21,8 @@ from typing import Any
 
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.pdf.sources import GLOB_CHARS, is_url
 from chandra_ocr.preflight import check_kb_folder, check_source
+from chandra_ocr.sources.entry import GLOB_CHARS, is_url
 from chandra_ocr.stages import RunContext
 from chandra_ocr.store.layout import KbLayout
 

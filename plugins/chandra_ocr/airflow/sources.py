@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from chandra_ocr.airflow.settings import RunConfig
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.pdf.sources import LocalSource, ObjectSource, is_url
+from chandra_ocr.sources.entry import is_url
+from chandra_ocr.sources.local import LocalSource
+from chandra_ocr.sources.object_store import ObjectSource
 
 
 def run_source(config: RunConfig) -> LocalSource | ObjectSource:

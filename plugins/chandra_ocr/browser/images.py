@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from chandra_ocr.pdf.sources import is_url
+from chandra_ocr.sources.entry import is_url
 
 WIDTH_PX = 1200  # rendered width: a page fills a screen column at 1x, or half of it at 2x
 CACHE_BYTES = 64 << 20

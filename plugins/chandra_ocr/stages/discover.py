@@ -9,9 +9,10 @@ from typing import Any
 
 from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.manifest import Batch, DocRef, plan_batches
-from chandra_ocr.pdf.discover import Discovery, discover
-from chandra_ocr.pdf.sources import LocalSource, ObjectSource
 from chandra_ocr.progress import Progress
+from chandra_ocr.sources.discover import Discovery, discover
+from chandra_ocr.sources.local import LocalSource
+from chandra_ocr.sources.object_store import ObjectSource
 from chandra_ocr.stages.context import RunContext
 from chandra_ocr.store import claims
 from chandra_ocr.store.duckdb_store import document_versions, known_documents

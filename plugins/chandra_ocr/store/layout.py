@@ -85,7 +85,7 @@ class KbLayout:
 
     @property
     def source_entries(self) -> Path:
-        """What discovery saw per location: size, mtime, ETag → doc_id (store/source_entries.py)."""
+        """What discovery saw per location: size, mtime, ETag → doc_id (sources/entries_table.py)."""
         return self.root / "sources" / "entries.parquet"
 
     def export(self, doc_id: str, suffix: str) -> Path:

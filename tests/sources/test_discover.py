@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from chandra_ocr.pdf.discover import discover
-from chandra_ocr.pdf.sources import stream_sha256
+from chandra_ocr.sources.discover import discover
+from chandra_ocr.sources.entry import stream_sha256
 
 NOW = time.time()
 OLD = NOW - 3600

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
-from chandra_ocr.pdf.sources import (
-    GLOB_CHARS,
-    Entry,
-    LocalSource,
-    ObjectSource,
-    Refused,
-    fetch,
-    hash_entry,
-    is_url,
-    open_source,
-)
 from chandra_ocr.progress import Progress
+from chandra_ocr.sources.entries_table import SourceEntry, new_entry, read_entries, write_entries
+from chandra_ocr.sources.entry import GLOB_CHARS, Entry, Refused, is_url
+from chandra_ocr.sources.local import LocalSource
+from chandra_ocr.sources.object_store import ObjectSource
+from chandra_ocr.sources.source import Source, fetch, hash_entry, open_source
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.source_entries import SourceEntry, new_entry, read_entries, write_entries
 
 log = logging.getLogger(__name__)
 
@@ -85,85 +77,141 @@ def discover(
     src = source if isinstance(source, LocalSource | ObjectSource) else open_source(source)
     if src.remote and layout is None:
         raise ValueError("a remote source needs the knowledge base's layout (its work area)")
-    now = time.time() if now is None else now
-    known_paths = dict(known)  # as discovery recorded them (resolved); resolved again only on a mismatch
-    at_location = {path: doc_id for doc_id, path in known_paths.items()}
-    cache = read_entries(layout) if layout is not None else {}
-    entries = dict(cache)
-    result = Discovery()
-    seen_ids: dict[str, str] = {}
-    new_ids: set[str] = set()
-    listed: set[str] = set()
-    complete = True
-    progress = Progress(f"discover {src.url}", 0, log)  # entries so far, every 10 s on a long walk
-    entries_iter = src.entries()
-    for item in entries_iter:
-        if limit is not None and len(result.new) >= limit:
-            complete = False
-            rest = chain([item], entries_iter)
-            result.untaken = _untaken(rest, cache, known_paths, modified_since, modified_until)
-            break
-        if isinstance(item, Refused):
-            result.refused.append((item.location, item.reason))
-            continue
-        if item.location in listed:
-            continue
-        listed.add(item.location)
-        progress.add(docs=1)
-        found = _inspect(src, item, now, settle_seconds, modified_since, modified_until, result)
-        if found is None:
-            continue
-        cached = cache.get(item.location)
-        hit = cached is not None and not rehash and cached.same(item.size, item.mtime, item.etag)
-        doc_id = cached.doc_id if hit and cached is not None else None
-        if doc_id is None or (src.remote and _needs_copy(doc_id, known_paths, layout)):
-            doc_id = _read(src, item, layout, result)
-            if doc_id is None:
-                continue
-            entries[item.location] = new_entry(item.location, item.size, item.mtime, item.etag, doc_id)
-        else:
-            result.unchanged += 1
-        found = SourceFile(found.path, doc_id, found.bytes, found.mtime)
-        other = seen_ids.setdefault(doc_id, found.path)
-        if other != found.path:
-            result.duplicates.append((found, other))
-        elif doc_id not in known_paths:
-            old = at_location.get(found.path)
-            local = str(layout.source_copy(doc_id)) if src.remote and layout is not None else None
-            result.new.append(SourceFile(found.path, doc_id, found.bytes, found.mtime, local, old))
-            new_ids.add(doc_id)
-            continue
-        elif found.path == known_paths[doc_id] or found.path == _resolved(known_paths[doc_id]):
-            result.known.append(found)
-        else:
-            result.duplicates.append((found, known_paths[doc_id]))
-        if src.remote and layout is not None and doc_id not in new_ids:
-            layout.source_copy(doc_id).unlink(missing_ok=True)  # read only to be hashed: not kept
+    window = _Window(time.time() if now is None else now, settle_seconds, modified_since, modified_until)
+    walk = _Walk(src, layout, dict(known), read_entries(layout) if layout is not None else {}, window, rehash)
+    complete = _list(walk, limit)
     if complete and not GLOB_CHARS & set(src.url):
-        root = src.url.rstrip("/") + "/" if src.remote else os.path.realpath(src.url) + os.sep
-        result.gone = sorted(loc for loc in cache if loc.startswith(root) and loc not in listed)
-        for loc in result.gone:
-            del entries[loc]
-    if layout is not None and (result.hashed or result.gone):
-        write_entries(layout, entries)
+        _forget_gone(walk)
+    if layout is not None and (walk.result.hashed or walk.result.gone):
+        write_entries(layout, walk.entries)
+    _log_counts(src, walk.result)
+    return walk.result
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The time filters: entries modified in [since, until) and at least ``settle_seconds`` before ``now``."""
+
+    now: float
+    settle_seconds: float
+    since: float | None
+    until: float | None
+
+
+@dataclass
+class _Walk:
+    """One discovery under way: the source, what the KB holds, and what was seen so far."""
+
+    src: Source
+    layout: KbLayout | None
+    known_paths: dict[str, str]  # doc_id → path as discovery recorded it (resolved only on a mismatch)
+    cache: dict[str, SourceEntry]  # the source entries table as read
+    window: _Window
+    rehash: bool
+    result: Discovery = field(default_factory=Discovery)
+    entries: dict[str, SourceEntry] = field(init=False)  # the table as it will be written
+    at_location: dict[str, str] = field(init=False)  # path → doc_id known there
+    seen_ids: dict[str, str] = field(default_factory=dict)  # doc_id → first path listed with it
+    new_ids: set[str] = field(default_factory=set)
+    listed: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.entries = dict(self.cache)
+        self.at_location = {path: doc_id for doc_id, path in self.known_paths.items()}
+
+
+def _list(walk: _Walk, limit: int | None) -> bool:
+    """Take the source's entries in order until ``limit`` new files are found; False when stopped early."""
+    progress = Progress(f"discover {walk.src.url}", 0, log)  # entries so far, every 10 s on a long walk
+    entries_iter = walk.src.entries()
+    for item in entries_iter:
+        if limit is not None and len(walk.result.new) >= limit:
+            rest = chain([item], entries_iter)
+            walk.result.untaken = _untaken(rest, walk.cache, walk.known_paths, walk.window)
+            return False
+        if isinstance(item, Refused):
+            walk.result.refused.append((item.location, item.reason))
+            continue
+        if item.location in walk.listed:
+            continue
+        walk.listed.add(item.location)
+        progress.add(docs=1)
+        _take(walk, item)
+    return True
+
+
+def _take(walk: _Walk, item: Entry) -> None:
+    """One listed entry: filtered by time, identified (from the table or by its bytes), then sorted."""
+    found = _inspect(item, walk.window, walk.result)
+    if found is None:
+        return
+    doc_id = _identify(walk, item)
+    if doc_id is not None:
+        _sort(walk, SourceFile(found.path, doc_id, found.bytes, found.mtime))
+
+
+def _identify(walk: _Walk, item: Entry) -> str | None:
+    """The entry's doc_id: the table's when its quick check holds (and a remote copy is not needed
+    again), else its bytes hashed and the table updated; None when it cannot be read."""
+    cached = walk.cache.get(item.location)
+    hit = cached is not None and not walk.rehash and cached.same(item.size, item.mtime, item.etag)
+    doc_id = cached.doc_id if hit and cached is not None else None
+    if doc_id is None or (walk.src.remote and _needs_copy(doc_id, walk.known_paths, walk.layout)):
+        doc_id = _read(walk.src, item, walk.layout, walk.result)
+        if doc_id is not None:
+            walk.entries[item.location] = new_entry(item.location, item.size, item.mtime, item.etag, doc_id)
+        return doc_id
+    walk.result.unchanged += 1
+    return doc_id
+
+
+def _sort(walk: _Walk, found: SourceFile) -> None:
+    """File ``found`` as new, known or a duplicate; a remote copy read only to be hashed is removed."""
+    result, doc_id, known_paths = walk.result, found.doc_id, walk.known_paths
+    other = walk.seen_ids.setdefault(doc_id, found.path)
+    if other != found.path:
+        result.duplicates.append((found, other))
+    elif doc_id not in known_paths:
+        old = walk.at_location.get(found.path)
+        local = str(walk.layout.source_copy(doc_id)) if walk.src.remote and walk.layout is not None else None
+        result.new.append(SourceFile(found.path, doc_id, found.bytes, found.mtime, local, old))
+        walk.new_ids.add(doc_id)
+        return
+    elif found.path == known_paths[doc_id] or found.path == _resolved(known_paths[doc_id]):
+        result.known.append(found)
+    else:
+        result.duplicates.append((found, known_paths[doc_id]))
+    if walk.src.remote and walk.layout is not None and doc_id not in walk.new_ids:
+        walk.layout.source_copy(doc_id).unlink(missing_ok=True)  # read only to be hashed: not kept
+
+
+def _forget_gone(walk: _Walk) -> None:
+    """After a complete walk of a folder or prefix: table entries under it no longer listed are gone."""
+    src = walk.src
+    root = src.url.rstrip("/") + "/" if src.remote else os.path.realpath(src.url) + os.sep
+    walk.result.gone = sorted(loc for loc in walk.cache if loc.startswith(root) and loc not in walk.listed)
+    for loc in walk.result.gone:
+        del walk.entries[loc]
+
+
+def _log_counts(src: Source, result: Discovery) -> None:
     counts = [len(x) for x in (result.new, result.known, result.duplicates, result.recent, result.refused)]
     log.info(
         "discovered under %s: %d new, %d known, %d duplicates, %d recent, %d refused; "
         "%d unchanged entries not read, %d hashed (%d bytes), %d gone from the source",
         src.url, *counts, result.unchanged, result.hashed, result.bytes_read, len(result.gone),
     )  # fmt: skip
-    return result
 
 
 def _untaken(
     rest: Iterable[Entry | Refused],
     cache: Mapping[str, SourceEntry],
     known: Mapping[str, str],
-    since: float | None,
-    until: float | None,
+    window: _Window,
 ) -> int:
     """How many of the entries left after ``limit`` pass the time filters and are not known to be in
     the KB already (by the source entries table: nothing is read or hashed)."""
+    since, until = window.since, window.until
     left = 0
     for entry in rest:
         if isinstance(entry, Refused) or (since is not None and entry.mtime < since):
@@ -181,9 +229,7 @@ def _needs_copy(doc_id: str, known_paths: Mapping[str, str], layout: KbLayout | 
     return doc_id not in known_paths and layout is not None and not layout.source_copy(doc_id).exists()
 
 
-def _read(
-    src: LocalSource | ObjectSource, entry: Entry, layout: KbLayout | None, result: Discovery
-) -> str | None:
+def _read(src: Source, entry: Entry, layout: KbLayout | None, result: Discovery) -> str | None:
     """Hash one entry (a remote one streamed into its work area as it is read); None when refused."""
     try:
         if not src.remote:
@@ -205,19 +251,12 @@ def _read(
     return doc_id
 
 
-def _inspect(
-    src: LocalSource | ObjectSource,
-    entry: Entry,
-    now: float,
-    settle_seconds: float,
-    since: float | None,
-    until: float | None,
-    result: Discovery,
-) -> SourceFile | None:
+def _inspect(entry: Entry, window: _Window, result: Discovery) -> SourceFile | None:
     """Apply the time filters and the settle rule to one entry; None when it is skipped."""
+    since, until = window.since, window.until
     if (since is not None and entry.mtime < since) or (until is not None and entry.mtime >= until):
         return None
-    if now - entry.mtime < settle_seconds:
+    if window.now - entry.mtime < window.settle_seconds:
         result.recent.append(entry.location)
         return None
     return SourceFile(path=entry.location, doc_id="", bytes=entry.size, mtime=entry.mtime)
@@ -233,61 +272,6 @@ def recent_note(recent: Sequence[str], settle_seconds: float, how: str, shown: i
         f"{len(recent)} file(s) skipped as still being written (modified less than "
         f"{settle_seconds:g} s ago): {names}{more}; a later run takes them, or this one with {how}"
     )
-
-
-def candidates(source: str) -> Iterator[tuple[str, str | None]]:
-    """(resolved path, None) for every candidate file, or (path as found, reason) for a refusal; lazy."""
-    if GLOB_CHARS & set(source):
-        yield from _glob_candidates(source)
-        return
-    root = Path(source)
-    if not root.is_dir():
-        yield source, "not a folder, and no glob pattern"
-        return
-    root_real = Path(os.path.realpath(root))
-    yield from _walk(root, root_real, root_real, {str(root_real)})
-
-
-def _walk(
-    folder: Path, folder_real: Path, root_real: Path, visited: set[str]
-) -> Iterator[tuple[str, str | None]]:
-    """Depth-first, name-sorted walk; links are followed only while they stay under ``root_real``.
-    ``folder_real`` is ``folder`` resolved: only symlinks are resolved entry by entry."""
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError as e:
-        yield str(folder), f"unreadable folder: {e.strerror or e}"
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue  # hidden files and folders (e.g. macOS "._x.pdf" resource forks) are not documents
-        is_pdf = entry.name.lower().endswith(".pdf")
-        real = Path(os.path.realpath(entry.path)) if entry.is_symlink() else folder_real / entry.name
-        if entry.is_symlink() and (is_pdf or entry.is_dir()) and not real.is_relative_to(root_real):
-            yield entry.path, f"symlink leads outside the source root (to {real})"
-        elif entry.is_symlink() and is_pdf and not real.exists():
-            yield entry.path, "broken symlink"
-        elif entry.is_dir():
-            if str(real) not in visited:
-                visited.add(str(real))
-                yield from _walk(Path(entry.path), real, root_real, visited)
-        elif is_pdf and entry.is_file():
-            yield str(real), None
-
-
-def _glob_candidates(pattern: str) -> Iterator[tuple[str, str | None]]:
-    """Files matching ``pattern``, confined to the pattern's fixed leading folder."""
-    parts = Path(pattern).parts
-    fixed = next(i for i, part in enumerate(parts) if GLOB_CHARS & set(part))
-    root = Path(*parts[:fixed]) if fixed else Path(".")
-    root_real = Path(os.path.realpath(root))
-    for match in sorted(glob.glob(pattern, recursive=True)):
-        real = Path(os.path.realpath(match))
-        if not real.is_relative_to(root_real):
-            why = "'..' leads outside" if ".." in Path(match).parts else "symlink leads outside"
-            yield match, f"{why} the source root {root} (to {real})"
-        elif real.is_file():
-            yield str(real), None
 
 
 def _resolved(path: str) -> str:

@@ -1,77 +1,19 @@
-"""Where PDFs come from: a local folder or glob, or an object store URL (``s3://``, ``gs://``, ``az://``,
-``file://``, anything fsspec understands).
+"""An object-store source: a prefix or a glob under ``s3://``, ``gs://``, ``az://``, ``file://`` or
+anything fsspec understands.
 
-A source lists its entries (location, size, modification time, ETag) without reading them, and
-reads one entry's bytes when discovery needs them (``open``). A remote entry is streamed once into
-the knowledge base's work area, hashed while it is read (``fetch``); local files are read in place.
+It lists its entries (location, size, modification time, ETag) in one paginated listing without
+reading them, and opens one entry's bytes when discovery needs them; discovery streams a new
+object once into the knowledge base's work area, hashed while it is read (``source.fetch``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from chandra_ocr.errors import ConfigError
-
-GLOB_CHARS = frozenset("*?[")  # a source with one of these is a glob pattern
-_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
-CHUNK_BYTES = 1 << 20
-
-
-def is_url(source: str | Path) -> bool:
-    """True for ``scheme://…`` (an object store, or ``file://``); False for a local path or glob."""
-    return bool(_URL.match(str(source)))
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One listed file or object: what the store says about it, none of its bytes."""
-
-    location: str  # local: the resolved absolute path; remote: the URL
-    size: int
-    mtime: float  # seconds since the epoch (an object's last-modified time)
-    etag: str | None = None  # the store's version tag; None for local files
-
-
-@dataclass(frozen=True)
-class Refused:
-    """A candidate discovery cannot take, and why."""
-
-    location: str
-    reason: str
-
-
-class LocalSource:
-    """A folder (searched recursively for ``*.pdf``) or a glob on this machine's filesystem."""
-
-    remote = False
-
-    def __init__(self, source: str | Path) -> None:
-        self.url = str(source)
-
-    def entries(self) -> Iterator[Entry | Refused]:
-        from chandra_ocr.pdf.discover import candidates
-
-        for path, refusal in candidates(self.url):
-            if refusal is not None:
-                yield Refused(path, refusal)
-                continue
-            try:
-                stat = os.stat(path)
-            except OSError as e:
-                yield Refused(path, f"unreadable: {e.strerror or e}")
-                continue
-            yield Entry(path, stat.st_size, stat.st_mtime)
-
-    def open(self, entry: Entry) -> BinaryIO:
-        return open(entry.location, "rb")
+from chandra_ocr.sources.entry import CHUNK_BYTES, GLOB_CHARS, Entry, Refused
 
 
 class ObjectSource:
@@ -147,48 +89,6 @@ class ObjectSource:
 
     def _url(self, key: str) -> str:
         return f"{self.protocol}://{key}"
-
-
-def open_source(
-    source: str | Path, fs: Any = None, credentials: str | None = None
-) -> LocalSource | ObjectSource:
-    """The source behind ``source``: a URL is an object store (``file://`` too), else a local path."""
-    if is_url(source):
-        return ObjectSource(str(source), fs, credentials)
-    return LocalSource(source)
-
-
-def fetch(source: LocalSource | ObjectSource, entry: Entry, spool: Path) -> tuple[str, Path]:
-    """Stream ``entry`` once into a new file under ``spool``, hashing it as it is read → (sha256, file).
-
-    Raises FileNotFoundError when the object is gone and OSError when it cannot be read; the
-    partial file is removed then."""
-    spool.mkdir(parents=True, exist_ok=True)
-    part = spool / f"{uuid.uuid4().hex}.part"
-    digest = hashlib.sha256()
-    try:
-        with source.open(entry) as src, open(part, "wb") as dst:
-            while chunk := src.read(CHUNK_BYTES):
-                digest.update(chunk)
-                dst.write(chunk)
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
-    return digest.hexdigest(), part
-
-
-def hash_entry(source: LocalSource | ObjectSource, entry: Entry) -> str:
-    """The sha256 hex digest of an entry's bytes, read in place."""
-    with source.open(entry) as f:
-        return stream_sha256(f)
-
-
-def stream_sha256(stream: BinaryIO) -> str:
-    """The sha256 hex digest of a stream, read in chunks (never whole)."""
-    digest = hashlib.sha256()
-    while chunk := stream.read(CHUNK_BYTES):
-        digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _mtime(info: dict[str, Any]) -> float:

@@ -17,10 +17,10 @@ from kb_query import kb_rows
 from synthetic_pdfs import pdf_bytes
 
 from chandra_ocr.config import IngestOptions, PdfOptions
-from chandra_ocr.pdf.sources import ObjectSource
+from chandra_ocr.sources.entries_table import read_entries
+from chandra_ocr.sources.object_store import ObjectSource
 from chandra_ocr.stages import Assemble, Discover, Extract, Load, RunContext
 from chandra_ocr.store.layout import KbLayout
-from chandra_ocr.store.source_entries import read_entries
 
 BUCKET = "archive"
 N_PDFS = 1010  # more than one listing page (S3 returns at most 1,000 keys per request)
