@@ -1,1 +1,1 @@
-"""PDF stages: discovery, compression, triage (route per page) and rendering."""
+"""PDF work: compression, triage (route per page), the text layer, rendering and the PDF worker pool."""
