@@ -25,11 +25,11 @@ multiset) present in it, row match = share of expected rows found as a row with 
 cells in order, precision = share of its non-empty cells that are expected; per-document figures go
 to the results file's "documents". ``--sets dev`` runs only this set.
 
-Subsets: "ruled" (camelot lattice expectations; elsewhere ruled grids of ``tables/ruled_grid.py``
+Subsets: "ruled" (camelot lattice expectations; elsewhere ruled grids of ``pdf/ruled_grid.py``
 under the table with ``RULED_ROWS`` of its rows at least), "partly ruled" (grids with fewer rows:
 a rule every few rows; or horizontal rules under it), "unruled". False tables: tables
 found on docling's born-digital pages whose ground truth has none, and on pypdf's and pdfminer's
-prose samples. Extractors: chandra_ocr (the triage route: ``tables/page.py``),
+prose samples. Extractors: chandra_ocr (the triage route: ``pdf/page_tables.py``),
 PyMuPDF ``find_tables()`` (default), pdfplumber ``extract_tables()`` (lines, and the "text"
 strategy) and camelot (stream, hybrid, lattice) where importable — ``--peers`` folders are
 appended to ``sys.path`` (e.g. ``uv pip install --target DIR pdfplumber "camelot-py>=2,<3"``; or install
