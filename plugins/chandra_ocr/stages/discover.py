@@ -34,7 +34,7 @@ class Discover:
     """``Discover(ctx)(source, **filters)`` → ``Planned``: new PDFs (with ``reprocess``, also those
     ingested under an older pipeline version), their pages counted in the workers (time-limited).
 
-    ``source`` is a local folder or glob, or a source object (pdf/sources.py: an object store through
+    ``source`` is a local folder or glob, or a source object (sources/: a folder, or an object store through
     fsspec, with the credentials its caller chose). Entries unchanged since the KB's source entries
     table saw them are not read again (``options.rehash`` reads them all); a new remote object is
     streamed once into its document's work area, which the stages then read (``DocRef.readable``)."""
