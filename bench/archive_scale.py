@@ -1,6 +1,6 @@
 """The knowledge base at archive scale: loading 1,000 new documents into KBs of growing size.
 
-    .venv/bin/python bench/archive_scale.py [--sizes 0,1000,10000,30000,100000] [--new 1000]
+    .venv/bin/python -m bench.archive_scale [--sizes 0,1000,10000,30000,100000] [--new 1000]
                                             [--nights 50] [--night-docs 200] [--out F] [--work DIR]
 
 One KB grows through ``--sizes`` documents. The bulk of it is synthetic and written fast: one
@@ -321,7 +321,7 @@ def main() -> None:
     args = ap.parse_args()
     previous = json.loads(args.out.read_text()) if args.out.exists() else {}
     if args.discovery:
-        from archive_discovery import discovery_section
+        from bench.archive_discovery import discovery_section
 
         shutil.rmtree(args.work, ignore_errors=True)
         args.work.mkdir(parents=True)
