@@ -27,8 +27,8 @@ SHAPES = build.SHAPES
 def model_dirs(tmp_path_factory) -> dict[str, Path]:
     """Every shape's folder, its tokenizer trained on the repo's own Markdown (no corpus needed)."""
     text = tmp_path_factory.mktemp("text")
-    for md in REPO.glob("*.md"):
-        shutil.copy(md, text)
+    for i, md in enumerate([*REPO.glob("*.md"), *REPO.glob("docs/*.md")]):
+        shutil.copy(md, text / f"{i}-{md.name}")
     out = tmp_path_factory.mktemp("models")
     lines = build.training_text(text)
     return {name: build.write_model(shape, out, lines) for name, shape in SHAPES.items()}
