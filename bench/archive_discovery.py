@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from bench.archive_scale import NOW, one_page_document
+from bench.archive_scale import NOW, arrow_rows, one_page_document
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.ocr.registry import build_engine
 from chandra_ocr.pdf.sources import ObjectSource, open_source
@@ -38,7 +38,6 @@ from chandra_ocr.store.dataset import add_files, next_gen, write_file
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.rows import document_rows
 from chandra_ocr.store.session import write_session
-from chandra_ocr.store.staging import to_arrow
 from chandra_ocr.testing.synthetic_pdfs import pdf_bytes
 
 OPTIONS = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, compress=False, workers=2))
@@ -100,7 +99,7 @@ def make_known(source, layout: KbLayout) -> dict:
 def _template_documents() -> pa.Table:
     """The documents row of archive_scale.py's one-page template document."""
     doc, chunks = one_page_document("0" * 64, 0)
-    return to_arrow("documents", document_rows(doc, chunks, run_id="known", now=NOW)["documents"])
+    return arrow_rows("documents", document_rows(doc, chunks, run_id="known", now=NOW)["documents"])
 
 
 def timed_run(source, layout: KbLayout, engine, tries: int = 1) -> dict:

@@ -53,7 +53,7 @@ from chandra_ocr.store.duckdb_store import connect, known_documents, load_docume
 from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.rows import document_rows
 from chandra_ocr.store.session import write_session
-from chandra_ocr.store.staging import to_arrow, write_staged
+from chandra_ocr.store.staging import arrow_schema, write_staged
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -61,6 +61,11 @@ SEARCH = (
     "SELECT count(*) FROM table_search WHERE header_text ILIKE '%nitrate%' OR cell_text ILIKE '%Millbrook 7%'"
 )
 _WORDS = ("river", "station", "sample", "nitrate", "phosphate", "flow", "survey", "report", "annual", "basin")
+
+
+def arrow_rows(table: str, rows: list[dict]) -> pa.Table:
+    """Rows of ``table`` as Arrow, with the columns and types of its schema."""
+    return pa.Table.from_pylist(rows, schema=arrow_schema(table))
 
 
 def one_page_document(doc_id: str, n: int) -> tuple[Document, list[Chunk]]:
@@ -124,7 +129,7 @@ def grow_synthetic(layout: KbLayout, start: int, stop: int) -> None:
     """Add documents ``start`` .. ``stop - 1``: the template's rows with new ids, one file per table."""
     doc, chunks = one_page_document("template", 0)
     template = {
-        t: to_arrow(t, rows) for t, rows in document_rows(doc, chunks, run_id="synthetic", now=NOW).items()
+        t: arrow_rows(t, rows) for t, rows in document_rows(doc, chunks, run_id="synthetic", now=NOW).items()
     }
     ids = pa.array([doc_id("b", i) for i in range(start, stop)], pa.string())
     with write_session(layout) as session:
