@@ -1,7 +1,7 @@
 """Nightly discovery at archive scale (issue 16): the cost of a run that finds nothing new, and of one
 that finds 1,000 new documents, against the archive's size, from a local folder and from S3.
 
-    .venv/bin/python bench/archive_scale.py --discovery [--local-sizes 10000,30000,100000]
+    .venv/bin/python -m bench.archive_scale --discovery [--local-sizes 10000,30000,100000]
                                             [--s3-sizes 10000] [--big-files 1000] [--big-mb 2]
 
 Each "run" is ``pipeline.run`` with the text engine (the CLI's ``run`` without its printing), in
@@ -14,7 +14,7 @@ At each size: the no-op run (median of 3) with its wall time, the bytes this pro
 (``rchar`` of /proc/self/io: files, kb.duckdb, the entries table, sockets) and the bytes of source
 entries discovery read; then 1,000 new real one-page PDFs are added and ingested (timed), and
 the no-op is measured once more. The S3 store is moto's standalone server on 127.0.0.1
-(tests/s3_server.py), read through s3fs as the CLI does.
+(chandra_ocr.testing.s3_server), read through s3fs as the CLI does.
 """
 
 from __future__ import annotations
@@ -22,29 +22,24 @@ from __future__ import annotations
 import os
 import random
 import statistics
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-
-from synthetic_pdfs import pdf_bytes  # noqa: E402
-
-from chandra_ocr.config import IngestOptions, PdfOptions  # noqa: E402
-from chandra_ocr.ocr.registry import build_engine  # noqa: E402
-from chandra_ocr.pipeline import run  # noqa: E402
-from chandra_ocr.sources.object_store import ObjectSource  # noqa: E402
-from chandra_ocr.sources.source import open_source  # noqa: E402
-from chandra_ocr.stages import Discover, RunContext  # noqa: E402
-from chandra_ocr.store.dataset import add_files, next_gen, write_file  # noqa: E402
-from chandra_ocr.store.layout import KbLayout  # noqa: E402
-from chandra_ocr.store.rows import document_rows  # noqa: E402
-from chandra_ocr.store.session import write_session  # noqa: E402
-from chandra_ocr.store.staging import to_arrow  # noqa: E402
+from bench.archive_scale import NOW, arrow_rows, one_page_document
+from chandra_ocr.config import IngestOptions, PdfOptions
+from chandra_ocr.ocr.registry import build_engine
+from chandra_ocr.pipeline import run
+from chandra_ocr.sources.object_store import ObjectSource
+from chandra_ocr.sources.source import open_source
+from chandra_ocr.stages import Discover, RunContext
+from chandra_ocr.store.dataset import add_files, next_gen, write_file
+from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.store.rows import document_rows
+from chandra_ocr.store.session import write_session
+from chandra_ocr.testing.synthetic_pdfs import pdf_bytes
 
 OPTIONS = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, compress=False, workers=2))
 TEMPLATE = pdf_bytes(0)
@@ -104,10 +99,8 @@ def make_known(source, layout: KbLayout) -> dict:
 
 def _template_documents() -> pa.Table:
     """The documents row of archive_scale.py's one-page template document."""
-    from archive_scale import NOW, one_page_document
-
     doc, chunks = one_page_document("0" * 64, 0)
-    return to_arrow("documents", document_rows(doc, chunks, run_id="known", now=NOW)["documents"])
+    return arrow_rows("documents", document_rows(doc, chunks, run_id="known", now=NOW)["documents"])
 
 
 def timed_run(source, layout: KbLayout, engine, tries: int = 1) -> dict:
@@ -181,7 +174,7 @@ def _growing(folder: Path, sizes: list[int], engine, kb: Path, s3=None) -> list[
 
 
 def s3_part(work: Path, sizes: list[int], engine) -> dict:
-    from s3_server import s3_server
+    from chandra_ocr.testing.s3_server import s3_server
 
     with s3_server() as server:
         os.environ.update(server.env())

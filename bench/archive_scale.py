@@ -1,6 +1,6 @@
 """The knowledge base at archive scale: loading 1,000 new documents into KBs of growing size.
 
-    .venv/bin/python bench/archive_scale.py [--sizes 0,1000,10000,30000,100000] [--new 1000]
+    .venv/bin/python -m bench.archive_scale [--sizes 0,1000,10000,30000,100000] [--new 1000]
                                             [--nights 50] [--night-docs 200] [--out F] [--work DIR]
 
 One KB grows through ``--sizes`` documents. The bulk of it is synthetic and written fast: one
@@ -53,7 +53,7 @@ from chandra_ocr.store.duckdb_store import connect, known_documents, load_docume
 from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.rows import document_rows
 from chandra_ocr.store.session import write_session
-from chandra_ocr.store.staging import to_arrow, write_staged
+from chandra_ocr.store.staging import arrow_schema, write_staged
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -61,6 +61,11 @@ SEARCH = (
     "SELECT count(*) FROM table_search WHERE header_text ILIKE '%nitrate%' OR cell_text ILIKE '%Millbrook 7%'"
 )
 _WORDS = ("river", "station", "sample", "nitrate", "phosphate", "flow", "survey", "report", "annual", "basin")
+
+
+def arrow_rows(table: str, rows: list[dict]) -> pa.Table:
+    """Rows of ``table`` as Arrow, with the columns and types of its schema."""
+    return pa.Table.from_pylist(rows, schema=arrow_schema(table))
 
 
 def one_page_document(doc_id: str, n: int) -> tuple[Document, list[Chunk]]:
@@ -124,7 +129,7 @@ def grow_synthetic(layout: KbLayout, start: int, stop: int) -> None:
     """Add documents ``start`` .. ``stop - 1``: the template's rows with new ids, one file per table."""
     doc, chunks = one_page_document("template", 0)
     template = {
-        t: to_arrow(t, rows) for t, rows in document_rows(doc, chunks, run_id="synthetic", now=NOW).items()
+        t: arrow_rows(t, rows) for t, rows in document_rows(doc, chunks, run_id="synthetic", now=NOW).items()
     }
     ids = pa.array([doc_id("b", i) for i in range(start, stop)], pa.string())
     with write_session(layout) as session:
@@ -321,7 +326,7 @@ def main() -> None:
     args = ap.parse_args()
     previous = json.loads(args.out.read_text()) if args.out.exists() else {}
     if args.discovery:
-        from archive_discovery import discovery_section
+        from bench.archive_discovery import discovery_section
 
         shutil.rmtree(args.work, ignore_errors=True)
         args.work.mkdir(parents=True)

@@ -1,6 +1,6 @@
 """Born-digital throughput: the whole pipeline (discover → DuckDB) vs raw PyMuPDF vs pymupdf4llm.
 
-    .venv/bin/python bench/born_digital.py [--pages 200] [--steady-pages 2000] [--repeats 3]
+    .venv/bin/python -m bench.born_digital [--pages 200] [--steady-pages 2000] [--repeats 3]
                                            [--corpus DIR] [--out F] [--work DIR]
 
 Uses the docling born-digital PDFs of the corpus, copied (each copy made unique by an appended

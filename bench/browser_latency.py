@@ -1,6 +1,6 @@
 """The knowledge-base browser on a big KB: how long its views take to answer.
 
-    .venv/bin/python bench/browser_latency.py [--docs 100000] [--baseline-docs 1000] [--flagged 200]
+    .venv/bin/python -m bench.browser_latency [--docs 100000] [--baseline-docs 1000] [--flagged 200]
                                               [--tries 5] [--out F] [--work DIR]
 
 Two KBs are built like bench/archive_scale.py builds its synthetic one (one template one-page
@@ -35,8 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-from archive_scale import doc_id, grow_synthetic, one_page_document
 
+from bench.archive_scale import doc_id, grow_synthetic, one_page_document
 from chandra_ocr.browser.images import PageImages
 from chandra_ocr.store.duckdb_store import load_documents
 from chandra_ocr.store.layout import KbLayout

@@ -1,7 +1,7 @@
 """Time per stage on the corpus's born-digital PDFs, this tree against another: where compression goes.
 
     git archive <commit> plugins sql | tar -x -C /tmp/base   # plugins/chandra_ocr/sql links to sql/
-    .venv/bin/python bench/compress_born_digital.py --against /tmp/base/plugins [--repeats 2] [--out F]
+    .venv/bin/python -m bench.compress_born_digital --against /tmp/base/plugins [--repeats 2] [--out F]
 
 Both trees ingest the docling born-digital PDFs of the corpus (``docling/tests/data/pdf/sources``)
 with the engine ``cpu`` (what ``auto`` is without a GPU, the DAGs' default), each run in a child

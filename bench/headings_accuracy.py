@@ -1,6 +1,6 @@
 """Heading and running-header labels of the text route against docling's ground truth.
 
-    .venv/bin/python bench/headings_accuracy.py [--corpus DIR] [--out F]
+    .venv/bin/python -m bench.headings_accuracy [--corpus DIR] [--out F]
 
 For each docling born-digital PDF with a ground-truth JSON, the text route's blocks
 (``pdf/triage.py``) labelled ``section_header``/``title`` are our headings, those labelled

@@ -1,7 +1,7 @@
 """Hostile-input sweep: the whole pipeline over every PDF of the corpus, and what became of each file.
 
-    .venv/bin/python bench/hostile_corpus.py [--engine cpu] [--corpus DIR] [--out FILE.json] [--kb DIR]
-    .venv/bin/python bench/hostile_corpus.py --soak 5 [--out bench/results/hostile_soak.json]
+    .venv/bin/python -m bench.hostile_corpus [--engine cpu] [--corpus DIR] [--out FILE.json] [--kb DIR]
+    .venv/bin/python -m bench.hostile_corpus --soak 5 [--out bench/results/hostile_soak.json]
 
 One ``pipeline.run`` (discover → compress → triage → render → OCR → assemble → DuckDB) over the
 whole corpus folder (~400 PDFs: qpdf's bad*.pdf, format-corpus defects and Cabinet of Horrors,
@@ -336,7 +336,8 @@ def soak(runs: int, corpus: Path, engine: str, out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         for n in range(1, runs + 1):
             run_out = Path(tmp) / f"run{n}.json"
-            cmd = [sys.executable, __file__, "--tight", "--engine", engine, "--corpus", str(corpus)]
+            cmd = [sys.executable, "-m", __spec__.name, "--tight", "--engine", engine]
+            cmd += ["--corpus", str(corpus)]
             started = time.perf_counter()
             try:
                 code = subprocess.run([*cmd, "--out", str(run_out)], timeout=SOAK_RUN_LIMIT_S).returncode

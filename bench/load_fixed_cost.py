@@ -1,6 +1,6 @@
 """A load's fixed cost: this tree's store against a baseline commit's, taking turns in one run.
 
-    .venv/bin/python bench/load_fixed_cost.py [--baseline 51ce3cf] [--docs 1,59] [--repeats 15]
+    .venv/bin/python -m bench.load_fixed_cost [--baseline 51ce3cf] [--docs 1,59] [--repeats 15]
                                               [--out F] [--work DIR]
 
 The baseline's ``plugins/`` and ``sql/`` are exported (``git archive``) into ``--work``; one child

@@ -1,6 +1,6 @@
 """Output lengths of real pages: the text-layer token counts of the corpus's born-digital pages.
 
-    .venv/bin/python bench/page_lengths.py --tokenizer bench/.work/h200/models/qwen2_5_vl_7b
+    .venv/bin/python -m bench.page_lengths --tokenizer bench/.work/h200/models/qwen2_5_vl_7b
 
 An OCR model writes back about what the page holds, so the text layer of born-digital pages gives
 a realistic distribution of output lengths — heavy-tailed: most pages are a few hundred tokens,

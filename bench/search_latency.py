@@ -1,6 +1,6 @@
 """Fast search: a cold `chandra-ingest search` process and a warm in-process query, and the feed's embed rate.
 
-    .venv/bin/python bench/search_latency.py [--corpus DIR] [--runs 5] [--out FILE.json]
+    .venv/bin/python -m bench.search_latency [--corpus DIR] [--runs 5] [--out FILE.json]
 
 The docling born-digital PDFs of the corpus are ingested (engine "text") and fed to the embedded
 index. Then, in one run so the numbers share the machine's load (it is shared, so they are noisy):

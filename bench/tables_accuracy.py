@@ -1,6 +1,6 @@
 """Table accuracy on the corpus' tables with expected cells: chandra_ocr vs PyMuPDF and other extractors.
 
-    .venv/bin/python bench/tables_accuracy.py [--corpus DIR] [--out F] [--peers DIR ...] [--only NAME ...]
+    .venv/bin/python -m bench.tables_accuracy [--corpus DIR] [--out F] [--only NAME ...]
 
 Ground truth (``shared/corpus``, see its README.md): camelot's expected tables (lattice, stream,
 network and hybrid tests; not the rotated, right-to-left or text-stripped ones), tabula-java's
@@ -10,7 +10,7 @@ expected cells), docling's ground-truth JSON tables, and the tables checked by h
 corrects, and its pages without tables count for false tables). Each expected table is scored against the
 extractor's best-matching table on its page (tabula: all its tables stacked), cells compared
 after whitespace normalisation over monotonically aligned rows and columns
-(``tests/tables/cell_match.py``):
+(``chandra_ocr.testing.cell_match``):
 
 - cell recall: matched cells / non-empty expected cells; precision: / non-empty extracted cells;
 - row match: share of expected rows whose aligned extracted row holds exactly the same cells;
@@ -25,15 +25,14 @@ multiset) present in it, row match = share of expected rows found as a row with 
 cells in order, precision = share of its non-empty cells that are expected; per-document figures go
 to the results file's "documents". ``--sets dev`` runs only this set.
 
-Subsets: "ruled" (camelot lattice expectations; elsewhere ruled grids of ``pdf/ruled_grid.py``
+Subsets: "ruled" (camelot lattice expectations; elsewhere ruled grids of ``tables/ruled_grid.py``
 under the table with ``RULED_ROWS`` of its rows at least), "partly ruled" (grids with fewer rows:
 a rule every few rows; or horizontal rules under it), "unruled". False tables: tables
 found on docling's born-digital pages whose ground truth has none, and on pypdf's and pdfminer's
-prose samples. Extractors: chandra_ocr (the triage route: ``pdf/page_tables.py``),
+prose samples. Extractors: chandra_ocr (the triage route: ``tables/page.py``),
 PyMuPDF ``find_tables()`` (default), pdfplumber ``extract_tables()`` (lines, and the "text"
-strategy) and camelot (stream, hybrid, lattice) where importable — ``--peers`` folders are
-appended to ``sys.path`` (e.g. ``uv pip install --target DIR pdfplumber "camelot-py>=2,<3"``; or install
-both into the venv).
+strategy) and camelot (stream, hybrid, lattice) where importable — install both into the
+venv, or into a folder put on ``PYTHONPATH`` (``uv pip install --target DIR pdfplumber "camelot-py>=2,<3"``).
 """
 
 from __future__ import annotations
@@ -60,10 +59,9 @@ from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
 from chandra_ocr.tables.page import page_tables
 from chandra_ocr.tables.ruled_grid import find_grids
 from chandra_ocr.tables.rules import drawn_rules, page_words
+from chandra_ocr.testing.cell_match import align_grids, anchor_grid, filled_grid
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "tables"))
-from cell_match import align_grids, anchor_grid, filled_grid  # noqa: E402
 
 CAMELOT = "camelot/tests/files/"
 TABULA = "tabula-java/src/test/resources/technology/tabula/"
@@ -443,13 +441,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "tables_accuracy.json")
-    ap.add_argument("--peers", type=Path, nargs="*", default=[])
     ap.add_argument("--only", nargs="*", help="extractor names to run (default: all importable)")
     ap.add_argument(
         "--sets", nargs="*", choices=("own", "dev"), default=["own", "dev"], help="case sets to run"
     )
     args = ap.parse_args()
-    sys.path.extend(str(p) for p in args.peers)
     corpus = args.corpus.resolve()
     cases: list[dict] = []
     no_table_pages: list[tuple[Path, int]] = []

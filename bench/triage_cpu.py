@@ -1,21 +1,22 @@
 """Triage CPU per born-digital page (``time.process_time``, in-process), optionally against another tree.
 
-    .venv/bin/python bench/triage_cpu.py [--repeats 5] [--rounds 5] [--against OTHER/plugins]
+    .venv/bin/python -m bench.triage_cpu [--repeats 5] [--rounds 5] [--against OTHER/plugins]
 
 Pages: docling's born-digital sources and pypdf's prose samples (crazyones, the two-column
 LaTeX sample) of ``shared/corpus``, triaged with the default ``PdfOptions`` (tables on). A
 measurement triages every file ``--repeats`` times and keeps the fastest pass (the least
 disturbed by other work on the machine). With ``--against``, this tree's ``chandra_ocr`` and the
-other ``plugins`` folder's are imported in turn into this one process (modules dropped between
-them) for ``--rounds`` rounds, and the ratio of their fastest and median CPU per page is
+other ``plugins`` folder's are measured in turn, each in a child process with that folder first on
+``PYTHONPATH``, for ``--rounds`` rounds, and the ratio of their fastest and median CPU per page is
 printed: the change's cost, measured in one run.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,12 +30,12 @@ def sources(corpus: Path) -> list[Path]:
     return sorted((corpus / "docling/tests/data/pdf/sources").glob("*.pdf")) + [corpus / p for p in PROSE]
 
 
-def use(plugins: Path) -> None:
-    """Make ``chandra_ocr`` import from ``plugins`` (dropping any copy already imported)."""
-    for name in [m for m in sys.modules if m == "chandra_ocr" or m.startswith("chandra_ocr.")]:
-        del sys.modules[name]
-    sys.path[:] = [str(plugins)] + [p for p in sys.path if not p.endswith("plugins")]
-    importlib.invalidate_caches()
+def measured_in(plugins: Path, corpus: Path, repeats: int) -> float:
+    """``measure`` in a child process whose ``chandra_ocr`` comes from ``plugins``."""
+    env = os.environ | {"PYTHONPATH": str(plugins)}
+    argv = [sys.executable, "-m", __spec__.name, "--corpus", str(corpus), "--repeats", str(repeats), "--raw"]
+    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def measure(corpus: Path, repeats: int) -> float:
@@ -59,17 +60,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--against", type=Path, help="another tree's plugins folder")
+    ap.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)  # a child: seconds per page only
     args = ap.parse_args()
+    if args.raw:
+        print(measure(args.corpus, args.repeats))
+        return
     if args.against is None:
-        use(REPO / "plugins")
         print(f"{measure(args.corpus, args.repeats) * 1e3:.2f} ms/page")
         return
     mine, other = [], []
     for _ in range(args.rounds):
-        use(args.against.resolve())
-        other.append(measure(args.corpus, args.repeats))
-        use(REPO / "plugins")
-        mine.append(measure(args.corpus, args.repeats))
+        other.append(measured_in(args.against.resolve(), args.corpus, args.repeats))
+        mine.append(measured_in(REPO / "plugins", args.corpus, args.repeats))
     a, b = statistics.median(mine), statistics.median(other)
     print(f"median: this tree {a * 1e3:.2f} ms/page, other {b * 1e3:.2f}, ratio {a / b:.3f}")
     fast, slow = min(mine), min(other)

@@ -1,6 +1,6 @@
 """Where the embedded index stops: exact DuckDB search vs LanceDB (flat and IVF-PQ) at 10k-1M vectors.
 
-    .venv/bin/python bench/vector_index.py [--sizes 10000 100000 1000000] [--queries 30] [--out FILE.json]
+    .venv/bin/python -m bench.vector_index [--sizes 10000 100000 1000000] [--queries 30] [--out FILE.json]
 
 Synthetic 384-dimensional unit vectors (the bundled model's size), clustered like sentence
 embeddings (cluster centres plus noise); queries are perturbed data points. For each size:

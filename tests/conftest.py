@@ -81,8 +81,9 @@ def ingest_path(request: pytest.FixtureRequest):
 
 @pytest.fixture(scope="session")
 def s3():
-    """One S3 emulator (moto's standalone server on 127.0.0.1, tests/s3_server.py) per pytest session."""
-    from s3_server import s3_server
+    """One S3 emulator (moto's standalone server on 127.0.0.1, chandra_ocr.testing.s3_server) per pytest
+    session."""
+    from chandra_ocr.testing.s3_server import s3_server
 
     with s3_server() as server:
         yield server

@@ -1,6 +1,6 @@
 """Write dummy-weight model folders (config, tokenizer, processor, chat template) for ``load_format="dummy"``.
 
-    .venv/bin/python bench/models/build.py OUT_DIR [--shape qwen2_5_vl_7b ...] [--text-dir DIR]
+    .venv/bin/python -m bench.models.build OUT_DIR [--shape qwen2_5_vl_7b ...] [--text-dir DIR]
 
 The tokenizer is a byte-level BPE trained here on real English text (so a prompt costs about as many
 tokens as with the real tokenizer), padded with filler entries up to the real first special id, then
@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shapes import QWEN_SPECIALS, SHAPES, ModelShape  # noqa: E402
+from bench.models.shapes import QWEN_SPECIALS, SHAPES, ModelShape
 
 # The split rule of the Qwen tokenizers (words, single digits, punctuation runs, newlines, spaces).
 SPLIT = (

@@ -3,6 +3,9 @@
 Each shape is the real model's ``config.json`` values (layer counts, widths, heads, vocabulary,
 special-token ids), its image processor settings and a chat template of the same form. With
 ``load_format="dummy"`` and ``ignore_eos`` the compute per page is the real model's; the text is noise.
+The decoder numbers the product sizes memory by (its presets' ``ModelDims``) are read from there
+(``decoder``): one place owns them; the rest (query heads, MLP widths, the vision tower, token ids)
+is written here.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+
+from chandra_ocr.ocr.presets import get_preset
 
 # Qwen2 / Qwen2.5 / Qwen3 / Qwen3.5 share this run of special tokens, starting at the first special id.
 QWEN_SPECIALS = [
@@ -55,11 +60,30 @@ CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
 
 
+def decoder(preset: str, *, head_dim_key: bool = True, **more: Any) -> dict[str, Any]:
+    """The decoder's ``config.json`` values that ``preset``'s ``ModelDims`` holds, and ``more``.
+
+    ``head_dim_key`` False: the config has no ``head_dim`` (hidden size / query heads gives it)."""
+    dims = get_preset(preset).dims
+    assert dims is not None, f"preset {preset} has no dims"
+    values = {
+        "hidden_size": dims.hidden_size,
+        "num_hidden_layers": dims.n_layers,
+        "num_key_value_heads": dims.n_kv_heads,
+        "vocab_size": dims.vocab_size,
+        "max_position_embeddings": dims.max_position,
+    }
+    if head_dim_key:
+        values["head_dim"] = dims.head_dim
+    return values | more
+
+
 @dataclass(frozen=True)
 class ModelShape:
     """Everything a dummy-weight model folder holds besides weights."""
 
     name: str  # folder name
+    preset: str  # the production preset run on it (chandra_ocr.ocr.presets)
     real_model_id: str  # the model whose published numbers these are
     config: dict[str, Any]
     first_special_id: int  # id of QWEN_SPECIALS[0] in the real tokenizer
@@ -77,19 +101,15 @@ class ModelShape:
 # Qwen/Qwen2.5-VL-7B-Instruct (olmOCR-2-7B's base): config.json of the model card.
 QWEN2_5_VL_7B = ModelShape(
     name="qwen2_5_vl_7b",
+    preset="olmocr2",
     real_model_id="Qwen/Qwen2.5-VL-7B-Instruct",
     first_special_id=151_643,
     eos_token="<|im_end|>",
     config={
         "architectures": ["Qwen2_5_VLForConditionalGeneration"],
         "model_type": "qwen2_5_vl",
-        "hidden_size": 3584,
-        "intermediate_size": 18944,
-        "num_hidden_layers": 28,
-        "num_attention_heads": 28,
-        "num_key_value_heads": 4,
+        **decoder("olmocr2", head_dim_key=False, intermediate_size=18944, num_attention_heads=28),
         "hidden_act": "silu",
-        "max_position_embeddings": 128_000,
         "max_window_layers": 28,
         "rms_norm_eps": 1e-6,
         "rope_theta": 1_000_000.0,
@@ -98,7 +118,6 @@ QWEN2_5_VL_7B = ModelShape(
         "use_sliding_window": False,
         "tie_word_embeddings": False,
         "torch_dtype": "bfloat16",
-        "vocab_size": 152_064,
         "bos_token_id": 151_643,
         "eos_token_id": 151_645,
         "vision_start_token_id": 151_652,
@@ -170,6 +189,7 @@ FP8_DYNAMIC = {
 OLMOCR2_7B_FP8 = dataclasses.replace(
     QWEN2_5_VL_7B,
     name="olmocr2_7b_fp8",
+    preset="olmocr2-fp8",
     real_model_id="allenai/olmOCR-2-7B-1025-FP8",
     config=QWEN2_5_VL_7B.config | {"quantization_config": FP8_DYNAMIC},
 )
@@ -180,6 +200,7 @@ OLMOCR2_7B_FP8 = dataclasses.replace(
 _QWEN3_5_LAYERS = ["linear_attention"] * 3 + ["full_attention"]
 CHANDRA_OCR_2 = ModelShape(
     name="chandra_ocr_2",
+    preset="chandra2",
     real_model_id="datalab-to/chandra-ocr-2",
     first_special_id=248_044,
     eos_token="<|im_end|>",
@@ -194,15 +215,8 @@ CHANDRA_OCR_2 = ModelShape(
         "torch_dtype": "bfloat16",
         "text_config": {
             "model_type": "qwen3_5_text",
-            "vocab_size": 248_320,
-            "hidden_size": 2560,
-            "intermediate_size": 9216,
-            "num_hidden_layers": 32,
-            "num_attention_heads": 16,
-            "num_key_value_heads": 4,
-            "head_dim": 256,
+            **decoder("chandra2", intermediate_size=9216, num_attention_heads=16),
             "hidden_act": "silu",
-            "max_position_embeddings": 262_144,
             "rms_norm_eps": 1e-6,
             "tie_word_embeddings": True,
             "attention_bias": False,
@@ -265,6 +279,7 @@ CHANDRA_OCR_2 = ModelShape(
 # 14 px patches, 2×2 merge) + Qwen3-0.6B-shaped decoder (28 layers, 1024 wide, 16 / 8 heads of 128).
 LIGHTONOCR_2_1B = ModelShape(
     name="lightonocr_2_1b",
+    preset="lightonocr2",
     real_model_id="lightonai/LightOnOCR-2-1B",
     first_special_id=151_643,
     eos_token="<|im_end|>",
@@ -281,15 +296,8 @@ LIGHTONOCR_2_1B = ModelShape(
         "text_config": {
             "model_type": "qwen3",
             "architectures": ["Qwen3ForCausalLM"],
-            "vocab_size": 151_936,
-            "hidden_size": 1024,
-            "intermediate_size": 3072,
-            "num_hidden_layers": 28,
-            "num_attention_heads": 16,
-            "num_key_value_heads": 8,
-            "head_dim": 128,
+            **decoder("lightonocr2", intermediate_size=3072, num_attention_heads=16),
             "hidden_act": "silu",
-            "max_position_embeddings": 40_960,
             "rms_norm_eps": 1e-6,
             "rope_theta": 1_000_000.0,
             "tie_word_embeddings": True,

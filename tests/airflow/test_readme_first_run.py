@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 from kb_query import kb_rows
-from processes import signal_group, stop_process_group
 
 from chandra_ocr.airflow.settings import DagSettings
+from chandra_ocr.testing.processes import signal_group, stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = ("python3.11 -m venv", "pip install")  # lines the test leaves out

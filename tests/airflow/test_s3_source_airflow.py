@@ -1,7 +1,7 @@
 """An S3 bucket as the ingest DAG's source, read through ``ObjectStoragePath`` with ``source_conn_id``
 (the Amazon provider's connection), with ``dag.test()`` against the session's metadata DB.
 
-The store is an S3 emulator: moto's standalone server on 127.0.0.1 (tests/s3_server.py), one per
+The store is an S3 emulator: moto's standalone server on 127.0.0.1 (chandra_ocr.testing.s3_server), one per
 pytest session.
 """
 
@@ -13,10 +13,10 @@ import os
 import pytest
 from airflow_runs import run_dag
 from kb_query import kb_rows
-from synthetic_pdfs import pdf_bytes
 
 from chandra_ocr.airflow.settings import check_run_paths, resolve_run_config
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.testing.synthetic_pdfs import pdf_bytes
 
 BUCKET = "airflow-archive"
 

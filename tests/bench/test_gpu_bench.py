@@ -1,32 +1,25 @@
 """The GPU benchmark's own parts that run without a GPU: dummy-weight model folders and server flags.
 
-The H200 runs themselves (`bench/gpu_h200.sh`) need CUDA and real vLLM; these tests check that the
+The H200 runs themselves (`bench/gpu/h200.sh`) need CUDA and real vLLM; these tests check that the
 folders they load are consistent, so a run there does not fail on a wrong token id.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from bench.gpu import flashinfer_aot as aot
+from bench.gpu import h200 as gpu_h200
+from bench.gpu import h200_report as report
+from bench.gpu import scheduling as gpu_scheduling
+from bench.models import build
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def load(name: str, path: Path):
-    """A bench script as a module (by path: ``build`` would clash with the PyPI package)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build = load("bench_models_build", REPO / "bench" / "models" / "build.py")
-gpu_h200 = load("bench_gpu_h200", REPO / "bench" / "gpu_h200.py")
 SHAPES = build.SHAPES
 
 
@@ -34,8 +27,8 @@ SHAPES = build.SHAPES
 def model_dirs(tmp_path_factory) -> dict[str, Path]:
     """Every shape's folder, its tokenizer trained on the repo's own Markdown (no corpus needed)."""
     text = tmp_path_factory.mktemp("text")
-    for md in REPO.glob("*.md"):
-        shutil.copy(md, text)
+    for i, md in enumerate([*REPO.glob("*.md"), *REPO.glob("docs/*.md")]):
+        shutil.copy(md, text / f"{i}-{md.name}")
     out = tmp_path_factory.mktemp("models")
     lines = build.training_text(text)
     return {name: build.write_model(shape, out, lines) for name, shape in SHAPES.items()}
@@ -95,7 +88,6 @@ def test_serve_flags_from_engine_args():
     ]
 
 
-gpu_scheduling = load("bench_gpu_scheduling", REPO / "bench" / "gpu_scheduling.py")
 LENGTHS = REPO / "bench" / "results" / "page_lengths.json"
 
 
@@ -148,7 +140,6 @@ def test_step_times_bucket_steps_by_the_requests_still_unfinished():
 
 
 def test_kernel_summary_reads_the_profilers_table_in_its_units():
-    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
     row = "{:>55}  " + "  ".join(["{:>12}"] * 10)
     table = ["-" * 80, row.format("Name", *["col"] * 10), "-" * 80]
     cells = [("execute_context_0(0)_generation_512(512)", "1.898s", 90), ("cutlass_gemm", "435.354ms", 8400)]
@@ -175,7 +166,6 @@ def measured(*rates: tuple[str, float]) -> dict:
 
 
 def test_preset_keys_keep_an_eager_encoder_and_loop_rendering_apart_and_fp8_pairs_with_its_bf16():
-    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
     bf16 = {"shape": "qwen2_5_vl_7b", "kv_cache_dtype": "auto", "compile_encoder": "auto"}
     eager = bf16 | {"compile_encoder": "off"}
     fp8 = bf16 | {"quantization": "fp8", "kv_cache_dtype": "fp8"}
@@ -197,7 +187,6 @@ def test_preset_keys_keep_an_eager_encoder_and_loop_rendering_apart_and_fp8_pair
 
 
 def test_an_attention_backend_names_its_preset_and_fp8_meets_the_fastest_bf16_of_its_lease():
-    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
     triton = {"engine_args_given": {"attention_backend": "TRITON_ATTN"}}
     bf16 = {"shape": "qwen2_5_vl_7b", "kv_cache_dtype": "auto"}
     fp8 = bf16 | {"quantization": "fp8", "kv_cache_dtype": "fp8"}
@@ -216,7 +205,6 @@ def test_an_attention_backend_names_its_preset_and_fp8_meets_the_fastest_bf16_of
 
 
 def test_a_flashinfer_job_is_its_own_preset_and_keeps_the_flashinfer_it_ran_with(tmp_path):
-    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
     run = {"pages": 4, "prompt_tokens": 400, "output_tokens": 800, "wall_s": 1.0}
     base = {"shape": "qwen2_5_vl_7b", "kv_cache_dtype": "auto", "engine_load_s": 100.0, "engine": {}}
     base |= {"output_lengths": {}, "files": 2}
@@ -248,7 +236,6 @@ def test_a_flashinfer_job_is_its_own_preset_and_keeps_the_flashinfer_it_ran_with
 
 
 def test_a_backend_the_engine_chose_itself_names_the_preset_and_each_run_keeps_its_gpu(tmp_path):
-    report = load("bench_gpu_h200_report", REPO / "bench" / "gpu_h200_report.py")
     job = {"shape": "qwen2_5_vl_7b", "quantization": "fp8", "kv_cache_dtype": "fp8"}
     assert report.preset_key(job | {"engine": {}}) == "qwen2_5_vl_7b_fp8_kvfp8"
     chosen = {"engine": {"engine_args": {"attention_backend": "FLASHINFER", "max_num_seqs": 512}}}
@@ -289,7 +276,6 @@ def test_a_backend_the_engine_chose_itself_names_the_preset_and_each_run_keeps_i
 def test_a_prebuilt_module_calling_the_driver_without_needing_libcuda_is_refused(tmp_path):
     import subprocess
 
-    aot = load("bench_flashinfer_aot", REPO / "bench" / "flashinfer_aot.py")
     (tmp_path / "stub.c").write_text("void cuTensorMapEncodeTiled(void) {}\n")
     (tmp_path / "mod.c").write_text(
         "void cuTensorMapEncodeTiled(void);\nvoid run(void) { cuTensorMapEncodeTiled(); }\n"
@@ -306,3 +292,23 @@ def test_a_prebuilt_module_calling_the_driver_without_needing_libcuda_is_refused
     with pytest.raises(SystemExit, match="cuTensorMapEncodeTiled but does not need libcuda.so.1"):
         aot.refuse_unlinked_driver_calls(unlinked)
     assert not unlinked.exists()  # not copied into the AOT folder by a later run
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_a_shape_has_its_presets_dimensions(name):
+    """The dummy folder is the model the preset's memory sizing assumes (ocr/tuning.py's ModelDims)."""
+    from chandra_ocr.ocr.presets import get_preset
+
+    shape, preset = SHAPES[name], get_preset(SHAPES[name].preset)
+    dims = preset.dims
+    text = shape.config.get("text_config", shape.config)
+    vision = shape.config["vision_config"]
+    assert (text["hidden_size"], text["num_hidden_layers"]) == (dims.hidden_size, dims.n_layers)
+    assert (text["num_key_value_heads"], text["vocab_size"]) == (dims.n_kv_heads, dims.vocab_size)
+    assert text["max_position_embeddings"] == dims.max_position
+    assert text.get("head_dim", text["hidden_size"] // text["num_attention_heads"]) == dims.head_dim
+    full = text.get("layer_types", ["full_attention"] * text["num_hidden_layers"]).count("full_attention")
+    assert full == (dims.full_attention_layers or dims.n_layers)
+    merge = vision.get("spatial_merge_size", shape.config.get("spatial_merge_size"))
+    assert (vision["patch_size"] * merge) ** 2 == dims.pixels_per_image_token
+    assert ("quantization_config" in shape.config) == (preset.quantization == "fp8")

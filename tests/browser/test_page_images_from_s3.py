@@ -1,5 +1,5 @@
 """Page images of a document ingested from an object store: drawn from the object with the store's
-credentials (the S3 emulator of tests/s3_server.py, spoken to by s3fs as a CLI user's would)."""
+credentials (the S3 emulator of chandra_ocr.testing.s3_server, spoken to by s3fs as a CLI user's would)."""
 
 from __future__ import annotations
 

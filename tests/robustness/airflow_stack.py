@@ -15,7 +15,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from processes import stop_process_group
+from chandra_ocr.testing.processes import stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from synthetic_pdfs import pdf_bytes
+
+from chandra_ocr.testing.synthetic_pdfs import pdf_bytes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,9 +21,9 @@ import duckdb
 import pymupdf
 import pytest
 from airflow_stack import AirflowStack
-from synthetic_pdfs import pdf_bytes
 
 from chandra_ocr.ocr.warm_server import process_alive
+from chandra_ocr.testing.synthetic_pdfs import pdf_bytes
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -50,11 +49,8 @@ def scanned_pdf(n: int) -> bytes:
 
 @pytest.fixture
 def tiny_model_dir() -> Path:
-    sys.path.insert(0, str(VLM_TESTS))
-    try:
-        from tiny_model import cached_tiny_idefics3
-    finally:
-        sys.path.remove(str(VLM_TESTS))
+    from chandra_ocr.testing.tiny_model import cached_tiny_idefics3
+
     return cached_tiny_idefics3(REPO / ".cache" / "vlm")
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg2
-from processes import signal_group, stop_process_group
+
+from chandra_ocr.testing.processes import signal_group, stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"

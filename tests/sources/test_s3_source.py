@@ -1,6 +1,6 @@
 """An S3 bucket as the source, through the real CLI (a child process with the standard AWS environment).
 
-The store is an S3 emulator (moto's standalone server on 127.0.0.1, tests/s3_server.py), spoken
+The store is an S3 emulator (moto's standalone server on 127.0.0.1, chandra_ocr.testing.s3_server), spoken
 to over HTTP by s3fs as a user's CLI does; one server per pytest session.
 """
 
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 from kb_query import kb_rows
-from synthetic_pdfs import pdf_bytes
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.sources.entries_table import read_entries
 from chandra_ocr.sources.object_store import ObjectSource
 from chandra_ocr.stages import Assemble, Discover, Extract, Load, RunContext
 from chandra_ocr.store.layout import KbLayout
+from chandra_ocr.testing.synthetic_pdfs import pdf_bytes
 
 BUCKET = "archive"
 N_PDFS = 1010  # more than one listing page (S3 returns at most 1,000 keys per request)

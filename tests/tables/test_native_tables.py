@@ -1,6 +1,6 @@
 """Native (ruled) tables of born-digital pages against other projects' expected cells.
 
-Metric (tests/tables/cell_match.py): exact-cell match after whitespace normalisation over
+Metric (chandra_ocr.testing.cell_match): exact-cell match after whitespace normalisation over
 monotonically aligned grids; per table, matched cells / max(non-empty expected, non-empty
 extracted). The set: every ruled ("lattice") table of camelot's tests with its expected
 DataFrame in camelot_expected_tables.json, except the two whose text is rotated 90° on an
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from cell_match import anchor_grid, cell_match, filled_grid, norm
 
 from chandra_ocr.parse.html_text import html_to_text
 from chandra_ocr.pdf.text_layer import text_blocks
 from chandra_ocr.tables.markup import grid, table_from_html, table_text
 from chandra_ocr.tables.native import native_tables
 from chandra_ocr.tables.page import page_tables
+from chandra_ocr.testing.cell_match import anchor_grid, cell_match, filled_grid, norm
 
 pytestmark = pytest.mark.corpus
 

@@ -1,7 +1,7 @@
 """Tables without rules (word alignment, ``tables/stream.py``) and the page's blocks around tables.
 
 Pages made here (no corpus): an unruled table, two-column prose, a numbered list, a table of
-contents. On the corpus: camelot's stream expectations (cell match, tests/tables/cell_match.py),
+contents. On the corpus: camelot's stream expectations (cell match, chandra_ocr.testing.cell_match),
 no tables on born-digital pages whose ground truth has none, and every word of a page in exactly
 one block (``tables/page.py``).
 """
@@ -13,11 +13,11 @@ from collections import Counter
 
 import pymupdf
 import pytest
-from cell_match import anchor_grid, cell_match
 
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
 from chandra_ocr.tables.alignment import split_columns, visual_rows
 from chandra_ocr.tables.page import page_tables
+from chandra_ocr.testing.cell_match import anchor_grid, cell_match
 
 CAMELOT = "camelot/tests/files/"
 PROSE = (

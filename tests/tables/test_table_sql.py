@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from cell_match import cell_match, filled_grid
 
 from chandra_ocr.cli import main
 from chandra_ocr.config import IngestOptions, PdfOptions
@@ -27,6 +26,7 @@ from chandra_ocr.store.staging import write_staged
 from chandra_ocr.store.table_view import resolve_document, table_relation
 from chandra_ocr.tables.markup import grid
 from chandra_ocr.tables.page import page_tables
+from chandra_ocr.testing.cell_match import cell_match, filled_grid
 
 OPTIONS = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, compress=False, workers=1))
 FILES = ["row_span_1.pdf", "twotables_2.pdf", "column_span_2.pdf"]

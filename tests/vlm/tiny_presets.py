@@ -6,6 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tiny_preset import tiny_preset
+from chandra_ocr.testing.tiny_preset import tiny_preset
 
 PRESETS = {p.name: p for p in [tiny_preset(Path(os.environ["CHANDRA_OCR_TINY_MODEL"]))]}

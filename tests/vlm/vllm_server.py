@@ -14,7 +14,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from processes import signal_group, stop_process_group
+
+from chandra_ocr.testing.processes import signal_group, stop_process_group
 
 API_KEY = "sk-tiny-test-5e1f9c0d7a"
 SERVED_NAME = "tiny"

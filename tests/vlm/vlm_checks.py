@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tiny_preset import with_image
+from tiny_pages import with_image
 
 from chandra_ocr.document import PageRequest
 

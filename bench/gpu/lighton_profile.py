@@ -1,6 +1,6 @@
 """Where LightOnOCR-2's time goes on one GPU: its Pixtral image encoder's attention, and preprocessing.
 
-    python3 bench/lighton_profile.py --model MODELS/lightonocr_2_1b --source PDFS --out X.json
+    python3 -m bench.gpu.lighton_profile --model MODELS/lightonocr_2_1b --source PDFS --out X.json
 
 vLLM 0.25 without xformers runs the Pixtral encoder's attention over a dense block-diagonal mask
 covering every image of a step (``chandra_ocr.ocr.vllm_pixtral``). This times, at the real
@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-sys.path.insert(0, str(BENCH.parent / "plugins"))
+from bench.models.shapes import SHAPES
 
-LAYERS, HEADS, HEAD_DIM = 24, 16, 64  # lightonai/LightOnOCR-2-1B vision_config
+_VISION = SHAPES["lightonocr_2_1b"].config["vision_config"]  # lightonai/LightOnOCR-2-1B
+LAYERS, HEADS, HEAD_DIM = (_VISION[k] for k in ("num_hidden_layers", "num_attention_heads", "head_dim"))
 
 
 def timed(fn, repeats: int = 5) -> float:
@@ -95,9 +93,9 @@ def kernels(fn) -> list[str]:
 
 def preprocessing(model: Path, source: Path, n: int) -> dict:
     """Seconds per page of the image processor on rendered pages (the front end's share)."""
-    import gpu_scheduling as gs
     from transformers import AutoImageProcessor
 
+    from bench.gpu import scheduling as gs
     from chandra_ocr.ocr.presets import LIGHTONOCR2
     from chandra_ocr.pdf.render import render_page
 

@@ -1,8 +1,8 @@
 """GPU scheduling: does the streaming engine keep vLLM as busy as one big ``LLM.chat`` call?
 
-    .venv/bin/python bench/gpu_scheduling.py --model tiny --preset tiny --pages 56 \\
+    .venv/bin/python -m bench.gpu.scheduling --model tiny --preset tiny --pages 56 \\
         --source ../shared/corpus/docling/tests/data/pdf/sources --device cpu
-    python bench/gpu_scheduling.py --model /models/chandra-ocr-2 --preset chandra2 --pages 1024 \\
+    python -m bench.gpu.scheduling --model /models/chandra-ocr-2 --preset chandra2 --pages 1024 \\
         --lengths bench/results/page_lengths.json --source PDF_DIR --device cuda \\
         [--engine-arg load_format='"dummy"']
 
@@ -34,16 +34,14 @@ import json
 import logging
 import os
 import platform
-import sys
 import time
 import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 log = logging.getLogger("gpu_scheduling")
-TINY_HELPERS = REPO / "tests" / "vlm"
 
 
 def parse_args() -> argparse.Namespace:
@@ -76,9 +74,8 @@ def resolve_preset(args: argparse.Namespace):
     from chandra_ocr.ocr.presets import get_preset
 
     if args.preset == "tiny" or args.model == "tiny":
-        sys.path.insert(0, str(TINY_HELPERS))
-        from tiny_model import cached_tiny_idefics3
-        from tiny_preset import tiny_preset
+        from chandra_ocr.testing.tiny_model import cached_tiny_idefics3
+        from chandra_ocr.testing.tiny_preset import tiny_preset
 
         model = Path(args.model) if args.model != "tiny" else cached_tiny_idefics3(REPO / ".cache" / "vlm")
         preset = tiny_preset(model)
@@ -146,17 +143,17 @@ def make_engine(preset, args: argparse.Namespace, lengths: dict[tuple[str, int],
     from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
 
     class BenchEngine(VllmEngine):
-        """The engine with each page's own output length."""
+        """The engine with each page's own output length, run to the end (EOS ignored)."""
 
         def sampling_params(self, request, temperature, seed):
             params = super().sampling_params(request, temperature, seed)
             params.max_tokens = lengths[(request.doc_id, request.page_no)]
+            params.ignore_eos = True
             return params
 
     options = VllmOptions(
         max_attempts=1,
         repetition_detection=None,  # ignore_eos output may loop; every page must run to its length
-        extra_sampling={"ignore_eos": True},
         in_flight_pages=args.in_flight,
         enforce_eager=args.device == "cpu",
         render_threads=args.render_threads,

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The device side of bench/dag_throughput.py's GPU run, one device command each (each < 10 min; what a
 # command starts under setsid outlives it while the machine is held):
-#   bench/dag_throughput_gpu.sh part FILE        copy one shipped bundle part to /tmp/parts
-#   bench/dag_throughput_gpu.sh start DIR POLL_S  unpack /tmp/parts (+ DIR/b/part*) to /tmp/site, copy DIR/code
+#   bench/gpu/dag_throughput_gpu.sh part FILE        copy one shipped bundle part to /tmp/parts
+#   bench/gpu/dag_throughput_gpu.sh start DIR POLL_S  unpack /tmp/parts (+ DIR/b/part*) to /tmp/site, copy DIR/code
 #       (bench/ and plugins/) and DIR/models to /tmp, start the queue below (setsid), then poll
-#   bench/dag_throughput_gpu.sh poll POLL_S       wait up to POLL_S s for the queue's DONE; copy results to $OUT
+#   bench/gpu/dag_throughput_gpu.sh poll POLL_S       wait up to POLL_S s for the queue's DONE; copy results to $OUT
 # The queue: warm, one_process, then per_task one task process at a time (--tasks-range i:i+1), each
 # merged into /tmp/dag/gpu.json as it ends, so a cut queue still leaves every finished part.
 R=/tmp/dag
@@ -20,10 +20,10 @@ queue() {
   local common=(--shape qwen2_5_vl_7b --model /tmp/models/qwen2_5_vl_7b --out $R/gpu.json
                 --lengths bench/results/page_lengths.json --tasks "${K:-5}" --batch-pages "${B:-100}" --overlap "${O:-4}")
   echo "warm+one_process $(date -u +%T)"
-  python3 bench/dag_throughput.py "${common[@]}" --modes "${MODES:-warm,one_process}" || { touch $R/DONE; exit 1; }
+  python3 -m bench.dag_throughput "${common[@]}" --modes "${MODES:-warm,one_process}" || { touch $R/DONE; exit 1; }
   for i in $(seq 0 $((${K:-5} - 1))); do
     echo "per_task $i $(date -u +%T)"
-    python3 bench/dag_throughput.py "${common[@]}" --modes per_task --tasks-range $i:$((i + 1)) || break
+    python3 -m bench.dag_throughput "${common[@]}" --modes per_task --tasks-range $i:$((i + 1)) || break
   done
   touch $R/DONE
 }
@@ -34,7 +34,7 @@ case $1 in
       && tar xzf /tmp/site.tgz -C /tmp/site && rm -f /tmp/site.tgz || exit 1
     rm -rf /tmp/code /tmp/models $R; mkdir -p $R; cp -a "$2/code" /tmp/code && cp -a "$2/models" /tmp/models || exit 1
     export PYTHONPATH=/tmp/site:/tmp/code/plugins VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1
-    setsid nohup bash /tmp/code/bench/dag_throughput_gpu.sh queue >$R/queue.log 2>&1 </dev/null &
+    setsid nohup bash /tmp/code/bench/gpu/dag_throughput_gpu.sh queue >$R/queue.log 2>&1 </dev/null &
     sleep 1; poll "$3" ;;
   queue) queue ;;
   poll) poll "$2" ;;

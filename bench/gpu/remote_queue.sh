@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The device side of one machine lease for bench/gpu_h200.sh's queue phases, one device command each
+# The device side of one machine lease for bench/gpu/h200.sh's queue phases, one device command each
 # (each < 10 min; the machine is released after ~30 s idle, so they follow each other at once):
-#   bench/gpu_lease.sh start PHASE SPAN_S POLL_S  unpack the shipped bundle parts (/tmp/parts, the last one
+#   bench/gpu/remote_queue.sh start PHASE SPAN_S POLL_S  unpack the shipped bundle parts (/tmp/parts, the last one
 #       shipped with this command as gpu_bundle/b/part04) into /tmp/site and, where shipped,
-#       gpu_bundle/fi.tgz (FlashInfer, bench/flashinfer_aot.py) into /tmp/fi; copy bench/ and plugins/ to
+#       gpu_bundle/fi.tgz (FlashInfer, bench/gpu/flashinfer_aot.py) into /tmp/fi; copy bench/ and plugins/ to
 #       /tmp/code; start the PHASE queue with a deadline SPAN_S seconds away (setsid: it outlives this
 #       command); then poll as below
-#   bench/gpu_lease.sh poll POLL_S  wait up to POLL_S s for the queue's DONE (or its deadline), copying its
+#   bench/gpu/remote_queue.sh poll POLL_S  wait up to POLL_S s for the queue's DONE (or its deadline), copying its
 #       records to $OUT/res.tgz every 10 s; print the queue log and the tail of every FlashInfer log.
 #       STOP_ON_FI_FAIL=1 returns at once when a FlashInfer job failed.
 R=/tmp/i22
@@ -32,8 +32,8 @@ case $1 in
     cd /tmp/code || exit 1
     export PYTHONPATH=/tmp/site:/tmp/code/plugins FI=/tmp/fi QUEUE_END=$(($(date +%s) + $3))
     echo $QUEUE_END >$R/END
-    setsid nohup bash bench/gpu_h200.sh "$2" $R >$R/queue.log 2>&1 </dev/null &
+    setsid nohup bash bench/gpu/h200.sh "$2" $R >$R/queue.log 2>&1 </dev/null &
     sleep 1; poll "$4" ;;
   poll) poll "$2" ;;
-  *) echo "usage: bench/gpu_lease.sh start PHASE SPAN_S POLL_S | poll POLL_S" >&2; exit 2 ;;
+  *) echo "usage: bench/gpu/remote_queue.sh start PHASE SPAN_S POLL_S | poll POLL_S" >&2; exit 2 ;;
 esac

@@ -7,8 +7,8 @@ compiles the modules the olmOCR-2 shape asks for (Qwen2.5-VL-7B: 28 query heads,
 flashinfer-python, where FlashInfer loads them instead of compiling; ``check`` (on the GPU machine)
 loads each one and moves the folder aside when any fails, so that FlashInfer compiles there instead.
 
-    python bench/flashinfer_aot.py build SITE   # SITE: flashinfer-python 0.6.13 + apache-tvm-ffi unpacked
-    python bench/flashinfer_aot.py check SITE
+    PYTHONPATH=SITE python -m bench.gpu.flashinfer_aot build  # SITE: flashinfer-python 0.6.13, tvm_ffi
+    PYTHONPATH=SITE python -m bench.gpu.flashinfer_aot check
 
 ``build`` needs ``nvcc`` (CUDA 13.0, as on the H200), ``CUDA_HOME``, cuRAND's headers on ``CPATH`` and,
 where no driver is installed, a ``libcuda.so`` (soname ``libcuda.so.1``) on ``LIBRARY_PATH`` for the link
@@ -102,10 +102,8 @@ def check() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["build", "check"])
-    parser.add_argument("site", type=Path, help="folder holding the unpacked flashinfer and tvm_ffi packages")
     parser.add_argument("modules", nargs="*", help="only these: xqa_fp8 prefill_fp8 xqa_bf16 prefill_bf16")
     args = parser.parse_args()
-    sys.path.insert(0, str(args.site))
     if args.command == "build":
         os.environ.setdefault("FLASHINFER_CUDA_ARCH_LIST", "9.0a")
         build(args.modules)

@@ -3,12 +3,12 @@
     # one GPU, in-process, modes interleaved and repeated: (a) LLM.chat on all pages at once, (b) VllmEngine
     # from PDFs, (c) Chandra 0.2.0's client design (per-file barrier batches), (d) olmOCR's (work items of
     # ~500 pages, workers admitted by the queue depth, one request per page), (b0) VllmEngine on images
-    python3 bench/gpu_h200.py engine --shape qwen2_5_vl_7b --model DIR --source PDFS --pages 1024 \\
+    python3 -m bench.gpu.h200 engine --shape qwen2_5_vl_7b --model DIR --source PDFS --pages 1024 \\
         --lengths bench/results/page_lengths.json [--quantization fp8] --out X.json
     # the operator's multi-GPU mode: one VllmEngine per GPU (CUDA_VISIBLE_DEVICES), pages split between them
-    python3 bench/gpu_h200.py multi --gpus 0,1 --shape qwen2_5_vl_7b --model DIR --source PDFS --out X.json
+    python3 -m bench.gpu.h200 multi --gpus 0,1 --shape qwen2_5_vl_7b --model DIR --source PDFS --out X.json
     # `vllm serve` on loopback (optionally --data-parallel-size N) read by the OpenAI engine's async client
-    python3 bench/gpu_h200.py serve --dp 2 --shape qwen2_5_vl_7b --model DIR --source PDFS --out X.json
+    python3 -m bench.gpu.h200 serve --dp 2 --shape qwen2_5_vl_7b --model DIR --source PDFS --out X.json
 
 Model folders come from ``bench/models/build.py``; weights are ``load_format="dummy"``. Each page asks
 for its own number of tokens (``ignore_eos``, greedy, one attempt): drawn from the corpus's text-layer
@@ -33,19 +33,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-import gpu_scheduling as gs  # noqa: E402  (page collection, rendering and the a/b/c modes)
+from bench.gpu import scheduling as gs  # page collection, rendering and the a/b/c modes
+from bench.models.shapes import SHAPES
 
 log = logging.getLogger("gpu_h200")
 PROFILE_DIR = Path(tempfile.gettempdir()) / "gpu_h200_profile"
 PROFILE_TABLE = PROFILE_DIR / "profiler_out_0.txt"  # vLLM's key-averages table of rank 0
-PRESET_OF_SHAPE = {
-    "qwen2_5_vl_7b": "olmocr2",
-    "olmocr2_7b_fp8": "olmocr2-fp8",  # the published FP8 checkpoint's layout (bench/models/shapes.py)
-    "chandra_ocr_2": "chandra2",
-    "lightonocr_2_1b": "lightonocr2",
-}
 
 
 def shape_preset(shape: str, model: Path, output_tokens: int | None):
@@ -53,7 +46,7 @@ def shape_preset(shape: str, model: Path, output_tokens: int | None):
     page's length (and the sizer's expectation), None keeps the preset's ``max_tokens`` as the cap."""
     from chandra_ocr.ocr.presets import get_preset
 
-    preset = get_preset(PRESET_OF_SHAPE[shape], model_id=str(model))
+    preset = get_preset(SHAPES[shape].preset, model_id=str(model))
     sampling = dataclasses.replace(preset.sampling, temperatures=(0.0,), stop=())
     if output_tokens is not None:
         sampling = dataclasses.replace(sampling, max_tokens=output_tokens)
@@ -120,6 +113,7 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
 
         def sampling_params(self, request, temperature, seed):
             params = super().sampling_params(request, temperature, seed)
+            params.ignore_eos = True  # every page runs to its length
             if lengths is not None:
                 params.max_tokens = lengths.get((request.doc_id, request.page_no), params.max_tokens)
             if self.warmup_max_tokens is not None:
@@ -132,7 +126,6 @@ def make_engine(args: argparse.Namespace, lengths: dict[tuple[str, int], int] | 
     options = VllmOptions(
         max_attempts=1,
         repetition_detection=None,  # ignore_eos output may loop; every page must run to its length
-        extra_sampling={"ignore_eos": True},
         paging=args.paging,
         quantization=args.quantization,
         kv_cache_dtype=args.kv_cache_dtype,
@@ -413,7 +406,7 @@ def run_multi(args: argparse.Namespace) -> dict[str, Any]:
     procs, outs = [], []
     for rank, gpu in enumerate(gpus):
         out = tmp / f"rank{rank}"
-        cmd = [sys.executable, __file__, "worker", *common_argv(args), "--out", str(out)]
+        cmd = [sys.executable, "-m", __spec__.name, "worker", *common_argv(args), "--out", str(out)]
         cmd += ["--rank", str(rank), "--world", str(len(gpus)), "--go", str(go)]
         env = os.environ | {"CUDA_VISIBLE_DEVICES": gpu}
         procs.append(subprocess.Popen(cmd, env=env))
@@ -526,7 +519,7 @@ def parse_args() -> argparse.Namespace:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("job", choices=("engine", "multi", "worker", "serve", "preprocess"))
-    p.add_argument("--shape", required=True, choices=sorted(PRESET_OF_SHAPE))
+    p.add_argument("--shape", required=True, choices=sorted(SHAPES))
     p.add_argument("--model", type=Path, required=True, help="folder written by bench/models/build.py")
     p.add_argument("--source", type=Path, required=True, help="folder of PDFs (cycled until --pages)")
     p.add_argument("--pages", type=int, default=256)

@@ -1,33 +1,15 @@
-"""The tiny model's test preset and the corpus pages the engine tests and the benchmark read."""
+"""The tiny model's preset (chandra_ocr.testing.tiny_model builds the model folder it points at)."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
 
-import pymupdf
-from tiny_model import PAGE_EDGE
-
-from chandra_ocr.document import Block, PageRequest, ParsedPage, RenderSpec
+from chandra_ocr.document import Block, ParsedPage, RenderSpec
 from chandra_ocr.errors import ParseError
 from chandra_ocr.ocr.presets import Preset, Sampling, user_image_message
 from chandra_ocr.ocr.tuning import ModelDims
-from chandra_ocr.pdf.render import render_page
-
-# (corpus path, pages): born-digital pages of several sizes, landscape and portrait scans and two
-# small scans, so prompts differ in tile count — 18 pages.
-PAGES = [
-    ("docling/tests/data/pdf/sources/multi_page.pdf", 5),
-    ("docling/tests/data/pdf/sources/normal_4pages.pdf", 4),
-    ("docling/tests/data/pdf/sources/code_and_formula.pdf", 2),
-    ("docling/tests/data/pdf/sources/picture_classification.pdf", 2),
-    ("docling/tests/data/pdf/sources/table_mislabeled_as_picture.pdf", 1),
-    ("derived/8071_093.3B.scan.pdf", 1),
-    ("derived/8087_054.3B.scan.pdf", 1),
-    ("derived/eurotext.scan.pdf", 1),
-    ("derived/phototest.scan.pdf", 1),
-]
-
+from chandra_ocr.testing.tiny_model import PAGE_EDGE
 
 # For the paging sizer on CUDA (the CPU build sizes nothing): ≈ 0.2 M parameters; an image token per
 # (16 px patch × scale factor 2)² pixels — tiling adds ~30 % more, max_model_len leaves room for it.
@@ -83,23 +65,3 @@ def tiny_preset(
         dims=TINY_DIMS,
         expected_output_tokens=max_tokens,
     )
-
-
-def page_requests(pdfs: list[tuple[Path, int | None]]) -> list[PageRequest]:
-    """Requests (no image yet) for the first ``n`` pages (None: all) of each PDF; doc_id = file stem."""
-    requests = []
-    for path, n in pdfs:
-        with pymupdf.open(path) as doc:
-            sizes = [(p.rect.width, p.rect.height) for p in doc]
-        for page_no, (w, h) in enumerate(sizes[:n], start=1):
-            requests.append(PageRequest(path.stem, page_no, str(path), w, h))
-    return requests
-
-
-def rendered(requests: list[PageRequest], spec: RenderSpec) -> list[PageRequest]:
-    """The requests with their images rendered in this process."""
-    return [with_image(r, render_page(r.pdf_path, r.page_no, spec)) for r in requests]
-
-
-def with_image(r: PageRequest, image) -> PageRequest:
-    return PageRequest(r.doc_id, r.page_no, r.pdf_path, r.width_pt, r.height_pt, image=image)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The H200 runs behind bench/results/gpu_h200.json, in two commands on a two-GPU machine (each < 10 min).
-#   one: GPU 0 the Qwen2.5-VL-7B shape in-process (bench/gpu_h200.py engine), then the same shape behind
+#   one: GPU 0 the Qwen2.5-VL-7B shape in-process (bench/gpu/h200.py engine), then the same shape behind
 #        `vllm serve` (serve --dp 1); GPU 1 the Chandra 2 then the LightOnOCR-2 shape in-process
 #   two: both GPUs: the operator's multi-GPU mode (one engine per GPU), then `vllm serve --data-parallel-size 2`
 #   three: GPU 0 the Chandra 2 shape again (Triton GDN prefill); GPU 1 a max_num_batched_tokens sweep
@@ -11,7 +11,7 @@
 #   lighton: LightOnOCR-2 on 704 pages (> 2 x max_num_seqs) at exactly 1,000 output tokens with the Pixtral
 #            per-image plugin (needs transformers 5.16.1 first on PYTHONPATH: TF516=DIR); PROFILE=N first
 #            splits N pages' time (prefill-only vs full) and profiles decode; KV=fp8 the FP8 KV cache;
-#            MICRO=1 the encoder-attention micro-benchmark (bench/lighton_profile.py) first
+#            MICRO=1 the encoder-attention micro-benchmark (bench/gpu/lighton_profile.py) first
 #   chandra: Chandra 2, modes b a c (one 10-minute command holds the ~260 s start and one mode: MODES=b, then a,c)
 #   queue: one machine session's jobs back to back until QUEUE_END (epoch seconds), each started only while its
 #          usual time still fits and cut at QUEUE_END: Chandra 2 c a b (varied lengths, one engine; b last, so
@@ -27,7 +27,7 @@
 #   flashinfer: the same kind of queue for FlashInfer (FI=DIR): FP8 + FP8 KV on it, bf16 and FP8 + FP8 KV on the
 #         default backend, bf16 on FlashInfer
 # MODES=m,m,... picks and orders the modes of any of these phases.
-# Usage (repo root, vLLM importable): bench/gpu_h200.sh PHASE OUTDIR
+# Usage (repo root, vLLM importable): bench/gpu/h200.sh PHASE OUTDIR
 # Model folders: bench/models/build.py bench/.work/h200/models; PDFs: a handful of corpus files in bench/.work/h200/pdfs.
 set -u
 PHASE=$1 OUTDIR=$2 W=${W:-/tmp/h200} M=bench/.work/h200/models SRC=bench/.work/h200/pdfs
@@ -39,7 +39,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 job() {  # NAME GPUS LIMIT_S ARGS... : one bench job, its JSON and log copied to OUTDIR when it ends
   local name=$1 gpus=$2 limit=$3; shift 3
   local t0=$SECONDS
-  CUDA_VISIBLE_DEVICES=$gpus timeout -k 15 "$limit" python3 bench/gpu_h200.py "$@" --out "$OUTDIR/$name.json" \
+  CUDA_VISIBLE_DEVICES=$gpus timeout -k 15 "$limit" python3 -m bench.gpu.h200 "$@" --out "$OUTDIR/$name.json" \
     >"$OUTDIR/$name.log" 2>&1
   echo "$name rc=$? $((SECONDS - t0)) s"
   gpu_free "$gpus"
@@ -97,7 +97,7 @@ case $PHASE in
       --modes ${MODES:-b,a} --repeats ${REPEATS:-1} --quantization fp8 --kv-cache-dtype ${KV:-auto} ;;
   lighton)  # KV=fp8: FP8 KV cache; PROFILE=N: time N pages prefill-only vs full, vLLM's profiler over decode
     if [ -n "${MICRO:-}" ]; then
-      PYTHONPATH=${TF516:?transformers 5.16.1 folder}:$PYTHONPATH timeout 120 python3 bench/lighton_profile.py \
+      PYTHONPATH=${TF516:?transformers 5.16.1 folder}:$PYTHONPATH timeout 120 python3 -m bench.gpu.lighton_profile \
         --model $M/lightonocr_2_1b --source $SRC --out "$OUTDIR/lighton_profile.json" >"$OUTDIR/lighton_profile.log" 2>&1
       echo "lighton_profile rc=$?"
     fi
@@ -156,7 +156,7 @@ case $PHASE in
   flashinfer)  # FP8 KV on vLLM's FLASHINFER backend, queued like `queue`, on the corpus lengths (mode b, steps timed):
          # session11's FlashAttention 3 and Triton runs left the long-context decode plateau attention-bound. On
          # Hopper with an FP8 cache vLLM decodes with FlashInfer's XQA kernel and prefills with its FA3 template.
-         # FI=DIR holds flashinfer-python 0.6.13 (its kernels pre-built by bench/flashinfer_aot.py); it is put on
+         # FI=DIR holds flashinfer-python 0.6.13 (its kernels pre-built by bench/gpu/flashinfer_aot.py); it is put on
          # PYTHONPATH for the FlashInfer jobs only, with VLLM_HAS_FLASHINFER_CUBIN=1 standing in for the
          # flashinfer-cubin package a pip-installed vLLM 0.25 has (XQA is compiled, not a cubin). FP8 + FP8 KV
          # on FlashInfer, bf16 and FP8 + FP8 KV on the default backend, then bf16 on FlashInfer (after a
@@ -165,7 +165,7 @@ case $PHASE in
     varied="--pages 1024 $LENGTHS --modes b --repeats 1 --step-times"
     fp8="--quantization fp8 --kv-cache-dtype fp8" fi="--engine-arg attention_backend=FLASHINFER"
     fi_path=${FI:?FI=DIR with flashinfer}:$PYTHONPATH
-    PYTHONPATH=$fi_path python3 bench/flashinfer_aot.py check "$FI" >"$OUTDIR/flashinfer_check.log" 2>&1
+    PYTHONPATH=$fi_path python3 -m bench.gpu.flashinfer_aot check >"$OUTDIR/flashinfer_check.log" 2>&1
     PYTHONPATH=$fi_path VLLM_HAS_FLASHINFER_CUBIN=1 queued olmocr2_fp8_kvfp8_flashinfer 360 560 \
       engine $(shape qwen2_5_vl_7b) $varied $fp8 $fi
     queued olmocr2_bf16 330 480 engine $(shape qwen2_5_vl_7b) $varied

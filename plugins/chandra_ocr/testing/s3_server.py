@@ -1,4 +1,4 @@
-"""An S3 emulator for the object-storage tests and bench/archive_scale.py: moto's standalone server
+"""An S3 emulator for the object-storage tests and bench/archive_discovery.py: moto's standalone server
 (``python -m moto.server``), a real HTTP server on 127.0.0.1 in its own process, spoken to through
 the client stack users run (s3fs/aiobotocore, boto3, Airflow's Amazon provider).
 
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from processes import stop_process_group
+from chandra_ocr.testing.processes import stop_process_group
 
 POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
 

@@ -1,8 +1,8 @@
-"""Merge the job records of ``bench/gpu_h200.sh`` into ``bench/results/gpu_h200.json`` (ratios and targets).
+"""Merge the job records of ``bench/gpu/h200.sh`` into ``bench/results/gpu_h200.json`` (ratios and targets).
 
-.venv/bin/python bench/gpu_h200_report.py RUN_DIR [RUN_DIR ...] --commands commands.json
+.venv/bin/python -m bench.gpu.h200_report RUN_DIR [RUN_DIR ...] --commands commands.json
 # issue 22's runs (varied lengths): added beside the fixed-length rows, which stay as they are
-.venv/bin/python bench/gpu_h200_report.py RUN_DIR [RUN_DIR ...] --varied --commands commands.json \\
+.venv/bin/python -m bench.gpu.h200_report RUN_DIR [RUN_DIR ...] --varied --commands commands.json \\
     --not-run "what did not run, and why" [--note "a finding"] [--profile RUN_DIR/lighton_profile.json]
 # (presets measured by RUN_DIRS replace the section's; the others, the earlier notes and commands stay;
 #  --tag S files this run's presets as KEY@S beside the earlier ones, so one machine session's modes pair)
@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TARGETS = {
     "b_over_a": 0.95,
     "b_over_c": 1.3,

@@ -1,0 +1,1 @@
+"""Dummy-weight model folders in the shapes of the presets' models (for GPU runs without weights)."""
