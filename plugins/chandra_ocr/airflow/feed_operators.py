@@ -12,8 +12,9 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
-from chandra_ocr.airflow.operators import ConfiguredOperator, triggering_kbs
-from chandra_ocr.airflow.settings import RunConfig
+from chandra_ocr.airflow.operators import ConfiguredOperator
+from chandra_ocr.airflow.preflight import triggering_kbs
+from chandra_ocr.airflow.settings import DagSettings, RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.vector.outbox import export_changes
 from chandra_ocr.vector.target import CONN_ENV, VectorTarget
@@ -34,7 +35,7 @@ class FeedExportOperator(ConfiguredOperator):
     template_fields: Sequence[str] = ("config", "feed")
 
     def __init__(self, *, feed: str = "vector", **kwargs: Any) -> None:
-        kwargs.setdefault("pool", "chandra_ocr_loader")
+        kwargs.setdefault("pool", DagSettings.from_env(os.environ).loader_pool)
         super().__init__(**kwargs)
         self.feed = feed
 
