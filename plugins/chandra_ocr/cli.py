@@ -231,30 +231,21 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_feed(args: argparse.Namespace) -> int:
-    from chandra_ocr.vector.consumer import ApplyCounts
+    from chandra_ocr.vector.feed import VectorFeed
     from chandra_ocr.vector.outbox import export_changes
-    from chandra_ocr.vector.sync import SyncCounts
     from chandra_ocr.vector.target import VectorTarget
 
     layout = preflight.check_kb_exists(args.kb)
     target = VectorTarget.parse(args.target) if args.target else VectorTarget.from_env()
+    feed = VectorFeed(target, Path(args.index) if args.index else None)
     export = export_changes(layout)
-    counts: SyncCounts | ApplyCounts
-    if target is not None:
-        from chandra_ocr.vector.sync import sync_outbox
-
-        counts = sync_outbox(layout, target.build(), target=target.name, batch_size=target.batch_size)
-        where: dict[str, object] = {"target": target.name, "store_counts": dataclasses.asdict(counts)}
-    else:
-        from chandra_ocr.vector.consumer import apply_outbox, default_index_dir
-
-        index_dir = Path(args.index) if args.index else default_index_dir(layout)
-        counts = apply_outbox(layout, index_dir)
-        where = {"index": str(index_dir), "index_counts": dataclasses.asdict(counts)}
+    counts = feed(layout)
     if args.json:
+        where = feed.where(layout)
+        key = "store_counts" if target is not None else "index_counts"
         print_json(
             {"export_no": export.export_no, "outbox_file": str(export.path) if export.path else None,
-             "upserts": export.upserts, "deletes": export.deletes, **where}
+             "upserts": export.upserts, "deletes": export.deletes, **where, key: dataclasses.asdict(counts)}
         )  # fmt: skip
         return OK
     print(export.summary())
