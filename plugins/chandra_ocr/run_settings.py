@@ -116,7 +116,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("source", str, "a folder (searched recursively for *.pdf), a quoted glob, or an object-store URL "
             "such as s3://bucket/prefix", fallback="./landing", env="CHANDRA_OCR_SOURCE", flag="",
             param="all", title="Source folder, glob or object-store URL", absent={OPTIONS: _NOT_AN_OPTION}),
-    Setting("source_conn_id", str, "the Airflow connection of an object-store source", fallback="",
+    Setting("source_conn_id", str, "the Airflow connection of an object-store source (none: the store's "
+            "standard environment)", fallback="",
             env="CHANDRA_OCR_SOURCE_CONN_ID", param="all", title="Connection of an object-store source",
             absent={CLI: f"{_AIRFLOW_CONNECTION}; the CLI reads a store's credentials from its environment",
                     OPTIONS: _NOT_AN_OPTION}),

@@ -1,9 +1,10 @@
-"""Every setting of the DAGs in one place, with the environment variable that gives its default.
+"""The DAGs' settings, each with the environment variable that gives its default.
 
-Two kinds: *DAG settings* shape the DAG itself (schedule, pools, queue, retries) and are read
-from the environment when the DAG file is parsed; *run settings* (source, KB, engine, …) are
-resolved once per run, by the ``preflight`` task, in this order: the run's Param (when not
-empty) → the JSON Airflow Variable ``chandra_ocr`` → the environment variable → the default.
+Two kinds: *DAG settings* (``DagSettings``) shape the DAG itself (schedule, pools, queue, retries)
+and are read from the environment when the DAG file is parsed; *run settings* (source, KB, engine,
+…; declared in chandra_ocr/run_settings.py, with the CLI's flags) are resolved once per run, by the
+``preflight`` task, in this order: the run's Param (when not empty) → the JSON Airflow Variable
+``chandra_ocr`` → the environment variable → the default.
 Relative source and KB paths resolve against ``$CHANDRA_OCR_BASE_DIR``, else ``$AIRFLOW_HOME``
 (else ``~/airflow``, Airflow's own default), never against the working folder of a process.
 This module does not import Airflow; the tasks pass in the Params, the Variable and the environment.
