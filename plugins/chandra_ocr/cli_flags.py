@@ -42,10 +42,5 @@ def options_from_args(args: argparse.Namespace) -> IngestOptions:
     for s in SETTINGS:
         if s.flag and s.option is not None:
             value = getattr(args, s.name)
-            value = s.parse(value) if s.parse is not None else value
-            *parents, leaf = s.option.split(".")
-            target = values
-            for part in parents:
-                target = target.setdefault(part, {})
-            target[leaf] = value
+            s.put(values, s.parse(value) if s.parse is not None else value)
     return IngestOptions.from_dict(values)

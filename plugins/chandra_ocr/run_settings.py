@@ -78,6 +78,14 @@ class Setting:
             value = getattr(value, part)
         return value
 
+    def put(self, values: dict[str, Any], value: Any) -> None:
+        """Set ``value`` at the setting's IngestOptions field in the plain ``values`` (``from_dict``'s)."""
+        *parents, leaf = str(self.option).split(".")
+        for part in parents:
+            values[part] = dict(values.get(part) or {})
+            values = values[part]
+        values[leaf] = value
+
     def convert(self, raw: str) -> Any:
         """The value of the environment text ``raw`` (named by the variable in errors)."""
         return convert(self.env or self.name, raw, self.type)

@@ -187,12 +187,7 @@ def _ingest_options(given: Mapping[str, Any], extra: Any) -> IngestOptions:
     for s in AIRFLOW_SETTINGS:
         if s.option is None or s.name not in given or (s.type is bool and not given[s.name]):
             continue
-        *parents, leaf = s.option.split(".")
-        target = values
-        for part in parents:
-            target[part] = dict(target.get(part) or {})
-            target = target[part]
-        target[leaf] = s.type(given[s.name]) if s.type in (bool, int, float) else given[s.name]
+        s.put(values, s.type(given[s.name]) if s.type in (bool, int, float) else given[s.name])
     return IngestOptions.from_dict(values)
 
 
