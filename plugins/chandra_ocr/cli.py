@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import sys
 from pathlib import Path
 
 from chandra_ocr import preflight
-from chandra_ocr.config import ENGINE_KINDS, IngestOptions, PdfOptions
+from chandra_ocr.cli_flags import add_run_flags, options_from_args
 from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, print_json, run_sql
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.report.data import run_incomplete
+from chandra_ocr.run_settings import flag_message, positive
 from chandra_ocr.sources.discover import recent_note
 from chandra_ocr.sources.source import open_source
 from chandra_ocr.store.duckdb_store import connect
 
 RECENT_SHOWN = 5  # files skipped as still being written that a run names
-DEFAULTS = IngestOptions()  # the flags' defaults are the library's
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,55 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     def add(name: str, help: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help, description=help, epilog=EXIT_CODES_HELP, parents=[common])
 
-    run = add("run", "ingest new PDFs from SOURCE (folder or glob) into the knowledge base")
-    run.add_argument(
-        "source",
-        help="a folder (searched recursively for *.pdf), a quoted glob, or an object-store URL such as "
-        "s3://bucket/prefix (credentials from the store's environment: AWS_ACCESS_KEY_ID, ...)",
-    )
-    run.add_argument(
-        "--kb", required=True, help="knowledge-base folder (Parquet files + kb.duckdb), created if missing"
-    )
-    run.add_argument(
-        "--engine", default=DEFAULTS.engine, choices=ENGINE_KINDS, help="engine for OCR-route pages"
-    )
-    run.add_argument("--preset", default=DEFAULTS.preset, help="model preset for the vllm/openai engines")
-    run.add_argument("--batch-pages", type=int, default=DEFAULTS.batch_pages)
-    run.add_argument(
-        "--settle-seconds",
-        type=float,
-        default=DEFAULTS.pdf.settle_seconds,
-        help="skip files modified this recently, as still being written (default %(default)g; 0: every file)",
-    )
-    run.add_argument("--no-compress", action="store_true", help="skip Ghostscript/PyMuPDF pre-compression")
-    run.add_argument("--workers", type=int, default=DEFAULTS.pdf.workers, help="PDF worker processes")
-    run.add_argument(
-        "--passwords-file",
-        help="JSON {doc_id | path ending | file name: password} for encrypted PDFs (never logged)",
-    )
-    run.add_argument("--limit", type=int, help="at most this many new documents")
-    run.add_argument(
-        "--rehash",
-        action="store_true",
-        help="read and hash every source file, even those whose size and mtime/ETag are unchanged",
-    )
-    run.add_argument(
-        "--reprocess", action="store_true", help="redo documents ingested under an older pipeline version"
-    )
-    run.add_argument(
-        "--engine-option",
-        action="append",
-        default=[],
-        metavar="KEY=JSON",
-        help="engine option, e.g. max_attempts=3 (repeatable)",
-    )
-    run.add_argument(
-        "--fallback-option",
-        action="append",
-        default=[],
-        metavar="KIND:KEY=JSON",
-        help="option of a fallback engine, e.g. cpu:lang=eng+deu for Tesseract's languages (repeatable)",
-    )
+    add_run_flags(add("run", "ingest new PDFs from SOURCE (folder or glob) into the knowledge base"))
 
     status = add("status", "documents and pages by status")
     status.add_argument("--kb", required=True)
@@ -148,55 +99,16 @@ def _vector_parsers(add) -> None:
     serve.add_argument("--port", type=int, default=8765, help="default %(default)s; 0 picks a free port")
 
 
-def _fallback_options(items: list[str]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for item in items:
-        kind, sep, pair = item.partition(":")
-        if not sep:
-            raise ConfigError(f"--fallback-option {item!r}: write KIND:KEY=VALUE, e.g. cpu:lang=eng+deu")
-        out.setdefault(kind, {}).update(_engine_options([pair]))
-    return out
-
-
-def _engine_options(pairs: list[str]) -> dict:
-    out = {}
-    for pair in pairs:
-        key, _, value = pair.partition("=")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
     from chandra_ocr.pipeline import run
 
-    options = IngestOptions(
-        engine=args.engine,
-        preset=args.preset,
-        batch_pages=args.batch_pages,
-        reprocess=args.reprocess,
-        rehash=args.rehash,
-        pdf=PdfOptions(
-            settle_seconds=args.settle_seconds,
-            compress=not args.no_compress,
-            workers=args.workers,
-            passwords_file=args.passwords_file,
-        ),
-        engine_options=_engine_options(args.engine_option),
-        fallback_options=_fallback_options(args.fallback_option),
-    )
-    if args.limit is not None and args.limit < 1:
-        raise ConfigError(f"--limit must be ≥ 1, got {args.limit}")
-    layout = preflight.check_kb_folder(args.kb)
+    options = options_from_args(args)
+    positive(args.max_documents, "max_documents")
     source = open_source(args.source)
-    preflight.check_source(source)
-    preflight.check_passwords_file(args.passwords_file)
-    preflight.check_fallbacks(options)
+    layout = preflight.check_run(source, args.kb, options, engine_here=True)
     engine = preflight.ready_engine(options)
     try:
-        summary = run(source, args.kb, options, engine, limit=args.limit)
+        summary = run(source, args.kb, options, engine, limit=args.max_documents)
     finally:
         engine.close()
     _print_discovery(summary.discovery, args.settle_seconds)
@@ -319,30 +231,21 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_feed(args: argparse.Namespace) -> int:
-    from chandra_ocr.vector.consumer import ApplyCounts
+    from chandra_ocr.vector.feed import VectorFeed
     from chandra_ocr.vector.outbox import export_changes
-    from chandra_ocr.vector.sync import SyncCounts
     from chandra_ocr.vector.target import VectorTarget
 
     layout = preflight.check_kb_exists(args.kb)
     target = VectorTarget.parse(args.target) if args.target else VectorTarget.from_env()
+    feed = VectorFeed(target, Path(args.index) if args.index else None)
     export = export_changes(layout)
-    counts: SyncCounts | ApplyCounts
-    if target is not None:
-        from chandra_ocr.vector.sync import sync_outbox
-
-        counts = sync_outbox(layout, target.build(), target=target.name, batch_size=target.batch_size)
-        where: dict[str, object] = {"target": target.name, "store_counts": dataclasses.asdict(counts)}
-    else:
-        from chandra_ocr.vector.consumer import apply_outbox, default_index_dir
-
-        index_dir = Path(args.index) if args.index else default_index_dir(layout)
-        counts = apply_outbox(layout, index_dir)
-        where = {"index": str(index_dir), "index_counts": dataclasses.asdict(counts)}
+    counts = feed(layout)
     if args.json:
+        where = feed.where(layout)
+        key = "store_counts" if target is not None else "index_counts"
         print_json(
             {"export_no": export.export_no, "outbox_file": str(export.path) if export.path else None,
-             "upserts": export.upserts, "deletes": export.deletes, **where}
+             "upserts": export.upserts, "deletes": export.deletes, **where, key: dataclasses.asdict(counts)}
         )  # fmt: skip
         return OK
     print(export.summary())
@@ -422,7 +325,15 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    return guarded(lambda: COMMANDS[args.command](args), debug=getattr(args, "debug", False))
+    return guarded(lambda: _flagged(COMMANDS[args.command], args), debug=getattr(args, "debug", False))
+
+
+def _flagged(command, args: argparse.Namespace) -> int:
+    """``command``, its configuration errors naming the CLI's flags where the library names settings."""
+    try:
+        return command(args)
+    except ConfigError as e:
+        raise ConfigError(flag_message(str(e))) from e
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Checks that need no work, run before any: the source, the knowledge-base folder, the engine, passwords.
 
 Each raises ConfigError with one line saying what is wrong, with which path or setting, and what
-to do. The CLI runs them before a run starts; the Airflow ``preflight`` task runs the path checks.
+to do. ``check_run`` runs them all: the CLI before a run starts, the Airflow ``preflight`` task
+(airflow/preflight.py) once per DAG run.
 """
 
 from __future__ import annotations
@@ -47,24 +48,48 @@ def check_source(source: str | Path | LocalSource | ObjectSource) -> None:
         )
 
 
-def check_kb_folder(kb: str | Path, label: str = "--kb") -> KbLayout:
-    """``kb`` is a folder this process can write, or one it can create (nothing is created here).
+def check_run(
+    source: LocalSource | ObjectSource | None,
+    kb: str | Path,
+    options: IngestOptions,
+    *,
+    where: str = "",
+    engine_here: bool = False,
+) -> KbLayout:
+    """Everything a run needs that can be checked before any work: the KB folder, the ``source`` (None:
+    the run reads none), the passwords file, the fallback engines and the engine's options.
 
-    ``label`` names the setting in the messages (the CLI's option, or the DAG's setting)."""
+    ``where`` is added to an error about a local path (e.g. what relative paths resolve against);
+    ``engine_here``: the caller readies the engine next (``ready_engine``), which checks its options."""
+    try:
+        layout = check_kb_folder(kb)
+        if isinstance(source, LocalSource):
+            check_source(source)
+    except ConfigError as e:
+        raise ConfigError(f"{e}{where}") from None
+    if isinstance(source, ObjectSource):  # its own messages name the credentials
+        source.check()
+    check_passwords_file(options.pdf.passwords_file)
+    check_fallbacks(options)
+    if not engine_here:
+        check_engine_options(options)
+    return layout
+
+
+def check_kb_folder(kb: str | Path) -> KbLayout:
+    """``kb`` is a folder this process can write, or one it can create (nothing is created here)."""
     path = Path(kb)
     if path.exists() and not path.is_dir():
-        raise ConfigError(f"{label} {kb} is a file, not a folder: give a folder for the knowledge base")
+        raise ConfigError(f"kb {kb} is a file, not a folder: give a folder for the knowledge base")
     existing = next(p for p in (path, *path.absolute().parents) if p.exists())
     if not existing.is_dir():
-        raise ConfigError(f"{label} {kb}: {existing} is a file, so the folder cannot be created there")
+        raise ConfigError(f"kb {kb}: {existing} is a file, so the folder cannot be created there")
     if not os.access(existing, os.W_OK | os.X_OK):
         what = "the knowledge-base folder" if existing == path else f"{existing}, where it would be created,"
-        raise ConfigError(f"{label} {kb}: {what} is not writable by this user: choose another folder")
+        raise ConfigError(f"kb {kb}: {what} is not writable by this user: choose another folder")
     layout = KbLayout(path)
     if layout.duckdb_path.exists() and not layout.duckdb_path.is_file():
-        raise ConfigError(
-            f"{label} {kb}: {layout.duckdb_path} is not a file: remove it or choose another folder"
-        )
+        raise ConfigError(f"kb {kb}: {layout.duckdb_path} is not a file: remove it or choose another folder")
     return layout
 
 

@@ -20,7 +20,7 @@ def pools_recorded(monkeypatch):
 
 
 def _preflight(params: dict) -> dict:
-    from chandra_ocr.airflow.operators import PreflightOperator
+    from chandra_ocr.airflow.preflight import PreflightOperator
 
     op = PreflightOperator(task_id="preflight", pools=["chandra_ocr_gpu", "chandra_ocr_loader"])
     return op.execute({"params": params})

@@ -22,8 +22,8 @@ def _ingest(src: Path, kb: Path) -> list[dict]:
         ChandraOcrOperator,
         CompressOperator,
         DiscoverOperator,
-        PreflightOperator,
     )  # fmt: skip
+    from chandra_ocr.airflow.preflight import PreflightOperator
     from chandra_ocr.store.duckdb_store import load_documents
     from chandra_ocr.store.layout import KbLayout
 

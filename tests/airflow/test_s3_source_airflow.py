@@ -14,7 +14,8 @@ import pytest
 from airflow_runs import run_dag
 from kb_query import kb_rows
 
-from chandra_ocr.airflow.settings import check_run_paths, resolve_run_config
+from chandra_ocr.airflow.preflight import check_run_paths
+from chandra_ocr.airflow.settings import resolve_run_config
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.testing.synthetic_pdfs import pdf_bytes
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from chandra_ocr.airflow.settings import DagSettings, RunConfig, check_run_paths, resolve_run_config
+from chandra_ocr.airflow.preflight import check_run_paths
+from chandra_ocr.airflow.settings import DagSettings, RunConfig, resolve_run_config
 from chandra_ocr.errors import ConfigError
 
 

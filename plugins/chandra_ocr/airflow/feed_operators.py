@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import logging
 import os
 from collections.abc import Sequence
@@ -12,9 +11,11 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
-from chandra_ocr.airflow.operators import ConfiguredOperator, triggering_kbs
-from chandra_ocr.airflow.settings import RunConfig
+from chandra_ocr.airflow.operators import ConfiguredOperator
+from chandra_ocr.airflow.preflight import triggering_kbs
+from chandra_ocr.airflow.settings import DagSettings, RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
+from chandra_ocr.vector.feed import VectorFeed, embedding_runtime_installed
 from chandra_ocr.vector.outbox import export_changes
 from chandra_ocr.vector.target import CONN_ENV, VectorTarget
 
@@ -34,7 +35,7 @@ class FeedExportOperator(ConfiguredOperator):
     template_fields: Sequence[str] = ("config", "feed")
 
     def __init__(self, *, feed: str = "vector", **kwargs: Any) -> None:
-        kwargs.setdefault("pool", "chandra_ocr_loader")
+        kwargs.setdefault("pool", DagSettings.from_env(os.environ).loader_pool)
         super().__init__(**kwargs)
         self.feed = feed
 
@@ -80,25 +81,12 @@ class VectorIndexOperator(ConfiguredOperator):
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         target = self._target()
-        kbs = sorted({e["kb"] for e in rendered(self.exports)})
-        if target is not None:
-            from chandra_ocr.vector.sync import sync_outbox
-
-            store = target.build()
-            return [
-                {"kb": kb} | dataclasses.asdict(sync_outbox(self._layout(kb), store, target=target.name,
-                                                            batch_size=target.batch_size))
-                for kb in kbs
-            ]  # fmt: skip
-        if not any(importlib.util.find_spec(m) for m in ("onnxruntime", "sentence_transformers")):
+        if target is None and not embedding_runtime_installed():
             raise AirflowSkipException("vector index skipped: install the 'embed' extra")
-        from chandra_ocr.vector.consumer import apply_outbox
-        from chandra_ocr.vector.embedder import Embedder
-
-        embedder = Embedder().start()
+        feed = VectorFeed(target)
         out = []
-        for kb in kbs:
-            counts = apply_outbox(self._layout(kb), embedder=embedder)
+        for kb in sorted({e["kb"] for e in rendered(self.exports)}):
+            counts = feed(self._layout(kb))
             log.info("%s: %s", kb, counts.summary())
             out.append({"kb": kb} | dataclasses.asdict(counts))
         return out

@@ -7,7 +7,7 @@ backfill DAG, continue (the next run, while batches are left). Mapping is over b
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, Asset, Param, XComArg, task_group
@@ -20,11 +20,11 @@ from chandra_ocr.airflow.operators import (
     CompressOperator,
     DiscoverOperator,
     LoadOperator,
-    PreflightOperator,
 )
+from chandra_ocr.airflow.preflight import PreflightOperator
 from chandra_ocr.airflow.report_operator import ReportOperator
 from chandra_ocr.airflow.settings import DagSettings
-from chandra_ocr.config import ENGINE_KINDS
+from chandra_ocr.run_settings import SETTINGS, Setting
 
 # Updated by every load that changed the knowledge base; extra: kb, run_id, documents, pages, chunks.
 KB_ASSET = Asset(name="chandra_ocr_kb", group="chandra_ocr")
@@ -32,47 +32,40 @@ START = datetime(2026, 1, 1)
 TAGS = ["chandra_ocr"]
 
 
+_PARAM_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
 def run_params(*, backfill: bool) -> dict[str, Param]:
-    """The DAG-run Params; an empty value means: Variable ``chandra_ocr`` → environment → default."""
-    empty = "empty: Variable chandra_ocr, else ${env}, else {default}"
-    relative = "; a relative path is taken under $CHANDRA_OCR_BASE_DIR, else $AIRFLOW_HOME"
-    params = {
-        "source": Param(None, type=["null", "string"], title="Source folder, glob or object-store URL",
-                        description=empty.format(env="CHANDRA_OCR_SOURCE", default="./landing") + relative
-                        + "; s3://bucket/prefix (gs://, az://, …) reads the store with source_conn_id"),
-        "source_conn_id": Param(None, type=["null", "string"], title="Connection of an object-store source",
-                                description=empty.format(env="CHANDRA_OCR_SOURCE_CONN_ID", default="none: "
-                                                         "the store's standard environment")),
-        "rehash": Param(False, type="boolean",
-                        description="hash every source file, even those unchanged since the last run"),
-        "kb": Param(None, type=["null", "string"], title="Knowledge-base folder",
-                    description=empty.format(env="CHANDRA_OCR_KB", default="./kb") + relative),
-        "engine": Param(None, type=["null", "string"], enum=[None, *ENGINE_KINDS],
-                        description=empty.format(env="CHANDRA_OCR_ENGINE", default="auto")),
-        "preset": Param(None, type=["null", "string"],
-                        description=empty.format(env="CHANDRA_OCR_PRESET", default="olmocr2")),
-        "batch_pages": Param(None, type=["null", "integer"], minimum=1, title="Pages per mapped batch",
-                             description=empty.format(env="CHANDRA_OCR_BATCH_PAGES", default=100)),
-        "fail_on_incomplete": Param(None, type=["null", "boolean"], title="Fail on quarantine",
-                                    description="fail the run when a document is quarantined or partial; "
-                                    + empty.format(env="CHANDRA_OCR_FAIL_ON_INCOMPLETE", default="false")),
-    }  # fmt: skip
+    """The DAG-run Params, one per run setting with one (run_settings.py); an empty value means:
+    Variable ``chandra_ocr`` → environment → default."""
+    params = {s.name: _param(s) for s in SETTINGS if s.param == "all" or (backfill and s.param == "backfill")}
     if backfill:
         params |= {
-            "modified_since": Param(None, type=["null", "string"],
-                                    description="only files modified at or after this ISO date/time (UTC)"),
-            "modified_until": Param(None, type=["null", "string"],
-                                    description="only files modified before this ISO date/time (UTC)"),
-            "max_documents": Param(None, type=["null", "integer"], minimum=1,
-                                   description="stop after this many new documents"),
-            "reprocess": Param(False, type="boolean",
-                               description="redo documents ingested under an older pipeline version"),
             DONE_PARAM: Param(None, type=["null", "integer"], minimum=0,
                               description="set by the DAG when it continues itself: batches done so far"),
             TOTAL_PARAM: Param(None, type=["null", "integer"], minimum=0,
                                description="set by the DAG when it continues itself: the backfill's batches"),
         }  # fmt: skip
     return params
+
+
+def _param(s: Setting) -> Param:
+    kind = _PARAM_TYPES[s.type]
+    extra: dict[str, Any] = {"minimum": s.minimum} if s.minimum is not None else {}
+    if s.title:
+        extra["title"] = s.title
+    if s.env is None:  # the run's own choice: the Param alone gives it
+        if s.type is bool:
+            return Param(False, type=kind, description=s.help, **extra)
+        return Param(None, type=["null", kind], description=s.help, **extra)
+    default = s.default if s.default not in ("", None) else "none"
+    default = str(default).lower() if isinstance(default, bool) else default
+    description = f"{s.help}; empty: Variable chandra_ocr, else ${s.env}, else {default}"
+    if s.name in ("source", "kb"):
+        description += "; a relative path is taken under $CHANDRA_OCR_BASE_DIR, else $AIRFLOW_HOME"
+    if s.choices:
+        extra["enum"] = [None, *s.choices]
+    return Param(None, type=["null", kind], description=description, **extra)
 
 
 def _dag(dag_id: str, settings: DagSettings, schedule: Any, params: dict, doc_md: str | None) -> DAG:
@@ -84,7 +77,7 @@ def _dag(dag_id: str, settings: DagSettings, schedule: Any, params: dict, doc_md
         catchup=False,
         max_active_runs=1,
         params=params,
-        default_args=_default_args(settings),
+        default_args=settings.retry_args(),
         tags=TAGS,
         doc_md=doc_md,
     )
@@ -108,14 +101,6 @@ def feed_dag(dag_id: str, settings: DagSettings, *, doc_md: str | None = None) -
     return dag
 
 
-def _default_args(settings: DagSettings) -> dict[str, Any]:
-    return {
-        "retries": settings.retries,
-        "retry_delay": timedelta(seconds=settings.retry_delay_s),
-        "retry_exponential_backoff": 2.0,
-    }
-
-
 def _ingest_tasks(settings: DagSettings, continue_dag_id: str | None) -> None:
     config = PreflightOperator(task_id="preflight", pools=[settings.gpu_pool, settings.loader_pool]).output
     discover = DiscoverOperator(task_id="discover", config=config)
@@ -128,12 +113,7 @@ def _ingest_tasks(settings: DagSettings, continue_dag_id: str | None) -> None:
             task_id="extract",
             config=config,
             batch=compressed.output,
-            pool=settings.gpu_pool,
-            queue=settings.gpu_queue,
-            retries=settings.retries,
-            retry_delay=timedelta(seconds=settings.retry_delay_s),
-            execution_timeout=timedelta(minutes=settings.ocr_timeout_min),
-            idle_timeout_s=settings.model_idle_timeout_s,
+            settings=settings,
         )
         return AssembleOperator(task_id="assemble", config=config, batch=read.output).output
 

@@ -7,11 +7,9 @@ Templated parameters are marked *(templated)*; an XCom reference (``task.output`
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Sequence
-from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
@@ -20,78 +18,19 @@ from airflow.sdk.log import mask_secret
 
 from chandra_ocr.airflow import backfill
 from chandra_ocr.airflow.hooks import VllmHook
-from chandra_ocr.airflow.settings import (
-    PASSWORDS_VARIABLE,
-    POOLS_VARIABLE,
-    VARIABLE,
-    RunConfig,
-    check_run_paths,
-    resolve_run_config,
-)
+from chandra_ocr.airflow.settings import PASSWORDS_VARIABLE, VARIABLE, DagSettings, RunConfig
 from chandra_ocr.airflow.sources import run_source
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.airflow.templated import Templated, rendered
-from chandra_ocr.errors import ConfigError
 from chandra_ocr.manifest import Batch, elsewhere_counts, file_names, incomplete, status_counts
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.passwords import PasswordBook, parse_passwords
-from chandra_ocr.preflight import check_engine_options, check_fallbacks
 from chandra_ocr.sources.discover import recent_note
 from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, build_run_engine
 
 log = logging.getLogger(__name__)
 
 EVENT_INCOMPLETE_SHOWN = 50  # quarantined or partial documents named in the KB asset event (counts: all)
-
-
-class PreflightOperator(BaseOperator):
-    """Checks that the setup command created ``pools``, resolves the run's settings and checks their
-    paths (the source holds PDFs, when ``needs_source``; the KB folder can be written) → ``RunConfig`` dict.
-
-    Tasks cannot read pools in Airflow 3 (no database access, and the Task SDK's API has no pool
-    endpoint), so the setup command records the pools it created in the Variable
-    ``chandra_ocr_pools``, which this task reads; without it a task in a missing pool would wait
-    in ``scheduled`` forever.
-
-    :param pools: the pools the DAG's tasks run in
-    :param needs_source: whether the run reads the source (the ingest DAGs; not the feed)
-    """
-
-    ui_color = "#e8f4fd"
-
-    def __init__(self, *, pools: Sequence[str], needs_source: bool = True, **kwargs: Any) -> None:
-        kwargs.setdefault("retries", 0)
-        super().__init__(**kwargs)
-        self.pools = list(pools)
-        self.needs_source = needs_source
-
-    def execute(self, context: Context) -> dict[str, Any]:
-        ready = Variable.get(POOLS_VARIABLE, default=None, deserialize_json=True) or {}
-        missing = [p for p in self.pools if p not in ready]
-        if missing:
-            raise ConfigError(
-                f"Airflow pool(s) {missing} are not set up: run `python -m chandra_ocr.airflow.setup` "
-                f"(or scripts/airflow-setup.sh), which creates them and records them in Variable "
-                f"{POOLS_VARIABLE!r}"
-            )
-        variable = Variable.get(VARIABLE, default=None, deserialize_json=True)
-        config = resolve_run_config(context["params"], variable, os.environ)
-        kbs = triggering_kbs(context)
-        if len(kbs) == 1:  # the feed: the knowledge base whose update started this run
-            config = dataclasses.replace(config, kb=kbs[0])
-        check_run_paths(config, os.environ, source=self.needs_source)
-        check_engine_options(config.ingest_options())
-        check_fallbacks(config.ingest_options())
-        log.info("run settings: %s", config.describe())
-        if kbs:
-            log.info("knowledge base(s) of the triggering asset event(s): %s", ", ".join(kbs))
-        return config.to_dict()
-
-
-def triggering_kbs(context: Context) -> list[str]:
-    """The knowledge bases named by the asset events that triggered the run (``extra["kb"]``), sorted."""
-    events = context.get("triggering_asset_events") or {}
-    return sorted({e.extra["kb"] for evs in events.values() for e in evs if e.extra.get("kb")})
 
 
 class ConfiguredOperator(BaseOperator):
@@ -156,11 +95,6 @@ class DiscoverOperator(ConfiguredOperator):
             log.info("nothing new to ingest: no batch mapped, the batch tasks and load are skipped")
         if "ti" in context:
             context["ti"].xcom_push(key=backfill.XCOM_KEY, value=share.to_dict())
-        log.info(
-            "%d new PDF(s) in %d batch(es); %d known, %d duplicate, %d still being written, %d refused",
-            len(discovery.new), len(batches), len(discovery.known), len(discovery.duplicates),
-            len(discovery.recent), len(discovery.refused),
-        )  # fmt: skip
         for path, reason in discovery.refused:
             log.warning("refused %s: %s", path, reason)
         if discovery.gone:
@@ -220,9 +154,11 @@ class ChandraOcrOperator(_BatchOperator):
     :param engine: ``auto`` | ``text`` | ``cpu`` | ``vllm`` | ``openai``; default: the run's (templated)
     :param preset: model preset of the vllm/openai engines; default: the run's (templated)
     :param vllm_conn_id: ``vllm`` connection of the openai engine; default: the run's (templated)
-    :param idle_timeout_s: the ``vllm`` engine reads through the GPU's warm model (one vLLM server per
-        GPU, loaded by the first task that needs it and shared by every task after it,
-        ocr/warm_server.py), which frees the GPU after this many seconds without a task (0: at once)
+    :param settings: the DAG settings that give its pool, queue, retries and time limit (keyword
+        arguments override them) and the warm model's idle time: the ``vllm`` engine reads through the
+        GPU's warm model (one vLLM server per GPU, loaded by the first task that needs it and shared by
+        every task after it, ocr/warm_server.py), which frees the GPU after ``model_idle_timeout_s``
+        seconds without a task (0: at once); default: the environment's (``DagSettings.from_env``)
     """
 
     template_fields: Sequence[str] = ("config", "batch", "engine", "preset", "vllm_conn_id")
@@ -234,24 +170,15 @@ class ChandraOcrOperator(_BatchOperator):
         engine: str | None = None,
         preset: str | None = None,
         vllm_conn_id: str | None = None,
-        pool: str = "chandra_ocr_gpu",
-        queue: str = "gpu",
-        retries: int = 2,
-        retry_delay: timedelta = timedelta(minutes=2),
-        retry_exponential_backoff: float = 2.0,
-        execution_timeout: timedelta = timedelta(hours=6),
-        idle_timeout_s: float = 600.0,
+        settings: DagSettings | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            pool=pool, queue=queue, retries=retries, retry_delay=retry_delay,
-            retry_exponential_backoff=retry_exponential_backoff, execution_timeout=execution_timeout,
-            **kwargs,
-        )  # fmt: skip
+        settings = settings or DagSettings.from_env(os.environ)
+        super().__init__(**settings.gpu_task_args() | kwargs)
         self.engine = engine
         self.preset = preset
         self.vllm_conn_id = vllm_conn_id
-        self.idle_timeout_s = idle_timeout_s
+        self.idle_timeout_s = settings.model_idle_timeout_s
 
     @cached_property
     def hook(self) -> VllmHook:
@@ -335,7 +262,7 @@ class LoadOperator(ConfiguredOperator):
         progress: Templated[dict[str, int] | None] = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("pool", "chandra_ocr_loader")
+        kwargs.setdefault("pool", DagSettings.from_env(os.environ).loader_pool)
         kwargs["outlets"] = [*kwargs.get("outlets", []), kb_asset]
         super().__init__(**kwargs)
         self.batches = batches

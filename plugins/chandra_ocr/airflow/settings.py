@@ -1,9 +1,10 @@
-"""Every setting of the DAGs in one place, with the environment variable that gives its default.
+"""The DAGs' settings, each with the environment variable that gives its default.
 
-Two kinds: *DAG settings* shape the DAG itself (schedule, pools, queue, retries) and are read
-from the environment when the DAG file is parsed; *run settings* (source, KB, engine, …) are
-resolved once per run, by the ``preflight`` task, in this order: the run's Param (when not
-empty) → the JSON Airflow Variable ``chandra_ocr`` → the environment variable → the default.
+Two kinds: *DAG settings* (``DagSettings``) shape the DAG itself (schedule, pools, queue, retries)
+and are read from the environment when the DAG file is parsed; *run settings* (source, KB, engine,
+…; declared in chandra_ocr/run_settings.py, with the CLI's flags) are resolved once per run, by the
+``preflight`` task, in this order: the run's Param (when not empty) → the JSON Airflow Variable
+``chandra_ocr`` → the environment variable → the default.
 Relative source and KB paths resolve against ``$CHANDRA_OCR_BASE_DIR``, else ``$AIRFLOW_HOME``
 (else ``~/airflow``, Airflow's own default), never against the working folder of a process.
 This module does not import Airflow; the tasks pass in the Params, the Variable and the environment.
@@ -12,54 +13,28 @@ This module does not import Airflow; the tasks pass in the Params, the Variable 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.preflight import check_kb_folder, check_source
+from chandra_ocr.run_settings import SETTINGS, convert, positive, run_env
 from chandra_ocr.sources.entry import GLOB_CHARS, is_url
 from chandra_ocr.stages import RunContext
 from chandra_ocr.store.layout import KbLayout
 
-VARIABLE = "chandra_ocr"  # JSON Variable with run settings (keys as in RUN_ENV)
+VARIABLE = "chandra_ocr"  # JSON Variable with run settings (the settings with an environment variable)
 POOLS_VARIABLE = "chandra_ocr_pools"  # written by the setup command: {pool name: slots}
 # JSON {doc_id | path ending | file name: password} of encrypted PDFs (chandra_ocr.pdf.passwords), read by
 # the OCR task only: never part of a manifest or an XCom; the values are masked in task logs.
 PASSWORDS_VARIABLE = "chandra_ocr_pdf_passwords"
 
-# Run settings: name → environment variable. "options" is JSON with further IngestOptions keys
-# (pdf, chunk, engine_options, failed_page_budget, ...).
-RUN_ENV = {
-    "source": "CHANDRA_OCR_SOURCE",
-    "source_conn_id": "CHANDRA_OCR_SOURCE_CONN_ID",  # the Airflow connection of an object-store source
-    "kb": "CHANDRA_OCR_KB",
-    "engine": "CHANDRA_OCR_ENGINE",
-    "preset": "CHANDRA_OCR_PRESET",
-    "batch_pages": "CHANDRA_OCR_BATCH_PAGES",
-    "settle_seconds": "CHANDRA_OCR_SETTLE_SECONDS",
-    "fail_on_incomplete": "CHANDRA_OCR_FAIL_ON_INCOMPLETE",  # a quarantined or partial document fails the run
-    "vllm_conn_id": "CHANDRA_OCR_VLLM_CONN_ID",
-    "options": "CHANDRA_OCR_OPTIONS",
-}
 BASE_DIR_ENV = "CHANDRA_OCR_BASE_DIR"  # what relative source and KB paths resolve against
-_OPTIONS = IngestOptions()  # the library's defaults, which the run settings share
-RUN_DEFAULTS: dict[str, Any] = {
-    "source": "./landing",
-    "source_conn_id": "",
-    "kb": "./kb",
-    "engine": _OPTIONS.engine,
-    "preset": _OPTIONS.preset,
-    "batch_pages": _OPTIONS.batch_pages,
-    "settle_seconds": _OPTIONS.pdf.settle_seconds,
-    "fail_on_incomplete": _OPTIONS.fail_on_incomplete,
-    "vllm_conn_id": "vllm_default",
-    "options": {},
-}
+# The run settings Airflow resolves (a Param, or a Variable key and an environment variable): run_settings.py.
+AIRFLOW_SETTINGS = tuple(s for s in SETTINGS if s.param or s.env)
 
 
 @dataclass(frozen=True)
@@ -90,8 +65,24 @@ class DagSettings:
             if f.name == "schedule":
                 values[f.name] = None if raw.lower() in ("none", "null") else raw
             else:
-                values[f.name] = _convert(f.name, raw, type(f.default))
+                values[f.name] = convert(f.name, raw, type(f.default))
         return cls(**values)
+
+    def retry_args(self) -> dict[str, Any]:
+        """How every task retries (the DAGs' ``default_args``)."""
+        return {
+            "retries": self.retries,
+            "retry_delay": timedelta(seconds=self.retry_delay_s),
+            "retry_exponential_backoff": 2.0,
+        }
+
+    def gpu_task_args(self) -> dict[str, Any]:
+        """Where the OCR (extract) task runs, how it retries and for how long at most."""
+        return self.retry_args() | {
+            "pool": self.gpu_pool,
+            "queue": self.gpu_queue,
+            "execution_timeout": timedelta(minutes=self.ocr_timeout_min),
+        }
 
     def pools(self) -> dict[str, int]:
         """Pool name → slots, as the setup command creates them."""
@@ -160,92 +151,49 @@ def resolve_run_config(
 ) -> RunConfig:
     """Resolve one run's settings (Param → Variable → environment → default); raises ConfigError."""
     variable = dict(variable or {})
-    unknown = sorted(set(variable) - set(RUN_ENV))
+    keys = run_env()
+    unknown = sorted(set(variable) - set(keys))
     if unknown:
-        raise ConfigError(f"unknown key(s) in Variable {VARIABLE!r}: {unknown}; known: {sorted(RUN_ENV)}")
-    value: dict[str, Any] = {}
-    for name, env in RUN_ENV.items():
-        if params.get(name) not in (None, ""):
-            value[name] = params[name]
-        elif name in variable:
-            value[name] = variable[name]
-        elif environ.get(env):
-            value[name] = _convert(env, environ[env], type(RUN_DEFAULTS[name]))
-        else:
-            value[name] = RUN_DEFAULTS[name]
-    options = _ingest_options(value, bool(params.get("reprocess")), bool(params.get("rehash")))
+        raise ConfigError(f"unknown key(s) in Variable {VARIABLE!r}: {unknown}; known: {sorted(keys)}")
+    given: dict[str, Any] = {}
+    for s in AIRFLOW_SETTINGS:
+        if params.get(s.name) not in (None, ""):
+            given[s.name] = params[s.name]
+        elif s.name in variable:
+            given[s.name] = variable[s.name]
+        elif s.env and environ.get(s.env):
+            given[s.name] = s.convert(environ[s.env])
+    value = {s.name: given.get(s.name, s.default) for s in AIRFLOW_SETTINGS}
     base = base_dir(environ)
     return RunConfig(
         source=_absolute(value["source"], base),
         kb=_absolute(value["kb"], base),
         vllm_conn_id=str(value["vllm_conn_id"]),
         source_conn_id=str(value["source_conn_id"]) or None,
-        options=options.to_dict(),
-        modified_since=_iso(params.get("modified_since"), "modified_since"),
-        modified_until=_iso(params.get("modified_until"), "modified_until"),
-        max_documents=_positive(params.get("max_documents"), "max_documents"),
+        options=_ingest_options(given, value["options"]).to_dict(),
+        modified_since=_iso(value["modified_since"], "modified_since"),
+        modified_until=_iso(value["modified_until"], "modified_until"),
+        max_documents=positive(value["max_documents"], "max_documents"),
         started_at=datetime.now(UTC).isoformat(),
     )
 
 
-def _ingest_options(value: Mapping[str, Any], reprocess: bool, rehash: bool = False) -> IngestOptions:
-    extra = value["options"]
+def _ingest_options(given: Mapping[str, Any], extra: Any) -> IngestOptions:
+    """``options`` (further IngestOptions keys) with the settings given at their fields: a setting given
+    overrides the same key of ``options``; a false boolean leaves it (either turns it on)."""
     if not isinstance(extra, Mapping):
         raise ConfigError(f"options must be a JSON object, got {extra!r}")
-    extra = dict(extra)
-    pdf = dict(extra.pop("pdf", {}))
-    pdf.setdefault("settle_seconds", float(value["settle_seconds"]))
-    return IngestOptions.from_dict(
-        extra
-        | {
-            "engine": value["engine"],
-            "preset": value["preset"],
-            "batch_pages": int(value["batch_pages"]),
-            "reprocess": reprocess or bool(extra.get("reprocess", False)),
-            "rehash": rehash or bool(extra.get("rehash", False)),
-            "fail_on_incomplete": bool(value["fail_on_incomplete"]) or bool(extra.get("fail_on_incomplete")),
-            "pdf": pdf,
-        }
-    )
-
-
-def _convert(name: str, raw: str, kind: type) -> Any:
-    try:
-        if kind is bool:
-            return raw.strip().lower() in ("1", "true", "yes", "on")
-        if kind in (int, float):
-            return kind(raw)
-        if kind is dict:
-            return json.loads(raw)
-        return raw
-    except (ValueError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}: {e}") from e
+    values = dict(extra)
+    for s in AIRFLOW_SETTINGS:
+        if s.option is None or s.name not in given or (s.type is bool and not given[s.name]):
+            continue
+        s.put(values, s.type(given[s.name]) if s.type in (bool, int, float) else given[s.name])
+    return IngestOptions.from_dict(values)
 
 
 def base_dir(environ: Mapping[str, str]) -> Path:
     """Where relative paths resolve: $CHANDRA_OCR_BASE_DIR, else $AIRFLOW_HOME, else ~/airflow."""
     return Path(environ.get(BASE_DIR_ENV) or environ.get("AIRFLOW_HOME") or "~/airflow").expanduser()
-
-
-def check_run_paths(config: RunConfig, environ: Mapping[str, str], *, source: bool = True) -> None:
-    """The run's source (when ``source``) holds PDFs and its KB folder can be written; raises ConfigError.
-
-    The message names the resolved path and the folder that relative settings resolve against.
-    """
-    where = (
-        f"; set the run's Param, the Variable {VARIABLE!r} or $CHANDRA_OCR_SOURCE / $CHANDRA_OCR_KB "
-        f"(relative paths resolve against {base_dir(environ)}: ${BASE_DIR_ENV}, else $AIRFLOW_HOME)"
-    )
-    if source and is_url(config.source):  # an object store: its own messages name the connection
-        from chandra_ocr.airflow.sources import run_source
-
-        check_source(run_source(config))
-    try:
-        if source and not is_url(config.source):
-            check_source(config.source)
-        check_kb_folder(config.kb, label="kb")
-    except ConfigError as e:
-        raise ConfigError(f"{e}{where}") from None
 
 
 def _absolute(path: str, base: Path) -> str:
@@ -273,14 +221,6 @@ def _iso(value: Any, name: str) -> str | None:
         return datetime.fromisoformat(str(value)).isoformat()
     except ValueError as e:
         raise ConfigError(f"{name} must be an ISO date or date-time, got {value!r}") from e
-
-
-def _positive(value: Any, name: str) -> int | None:
-    if value in (None, ""):
-        return None
-    if int(value) < 1:
-        raise ConfigError(f"{name} must be ≥ 1, got {value!r}")
-    return int(value)
 
 
 def _task_dag_id() -> str | None:
