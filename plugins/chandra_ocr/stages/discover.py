@@ -44,12 +44,7 @@ class Discover:
 
     def __call__(self, source: str | Path | LocalSource | ObjectSource, **filters: Any) -> Planned:
         claims.sweep(self.ctx.layout)  # what dead runs left: claims, staged rows
-        discovery = self.find(source, **filters)
-        log.info(
-            "discovered %d new, %d known, %d duplicates, %d recent, %d refused",
-            len(discovery.new), len(discovery.known), len(discovery.duplicates),
-            len(discovery.recent), len(discovery.refused),
-        )  # fmt: skip
+        discovery = self.find(source, **filters)  # discovery logs its counts, once
         return Planned(discovery, self.plan(discovery))
 
     def find(self, source: str | Path | LocalSource | ObjectSource, **filters: Any) -> Discovery:
