@@ -13,9 +13,9 @@ from chandra_ocr.errors import BadDocumentError, StageTimeoutError, StoreError
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
-from chandra_ocr.stages.extract import checkpoint_key
 from chandra_ocr.stages.write import Written, new_document, write_document
 from chandra_ocr.store import checkpoints
+from chandra_ocr.store.checkpoints import checkpoint_key
 from chandra_ocr.store.layout import KbLayout
 
 log = logging.getLogger(__name__)

@@ -20,9 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.config import IngestOptions, PdfOptions
-from chandra_ocr.document import ExtractRecord, Page, PageRequest, PageTriage
+from chandra_ocr.document import Page, PageRequest, PageTriage
 from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
 from chandra_ocr.manifest import Batch, DocRef, file_names, incomplete_line
 from chandra_ocr.ocr.base import OcrEngine
@@ -30,9 +29,10 @@ from chandra_ocr.pdf.passwords import load_passwords
 from chandra_ocr.pdf.triage import DocumentTriage, triage_document
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
-from chandra_ocr.stages.fallback import RENDER_FAILED, FailedPage, Reading, ocr_page, run_fallbacks
+from chandra_ocr.stages.fallback import RENDER_FAILED, FailedPage, Reading, run_fallbacks
 from chandra_ocr.stages.ownership import claim_batch
 from chandra_ocr.store import checkpoints
+from chandra_ocr.store.checkpoints import ExtractRecord, checkpoint_key
 from chandra_ocr.store.layout import KbLayout
 
 log = logging.getLogger(__name__)
@@ -53,11 +53,6 @@ class _Pending:
     doc: DocRef
     pdf_path: str
     pages: dict[int, PageTriage]
-
-
-def checkpoint_key(engine: str, model: str | None) -> str:
-    """What a page checkpoint is valid for: pipeline version, engine and model."""
-    return f"{PIPELINE_VERSION}|{engine}|{model or '-'}"
 
 
 def engine_key(engine: OcrEngine) -> str:
@@ -169,7 +164,7 @@ def _stream(reading: Reading, todo: list[tuple[_Pending, PageTriage]], progress:
         p = by_id[result.doc_id]
         pt = p.pages[result.page_no]
         if result.status == "ok":
-            reading.checkpoint(result.doc_id, ocr_page(pt, result))
+            reading.checkpoint(result.doc_id, Page.read(pt, result))
         else:
             why = result.error or f"finish_reason={result.finish_reason}"
             failed.append(FailedPage(p.doc.doc_id, p.pdf_path, pt, result, why))
@@ -263,17 +258,8 @@ def triage_and_checkpoint(
 
 def _text_page(triage: DocumentTriage, pt: PageTriage) -> Page:
     """A text-route page as triage read it."""
-    return Page(
-        pt.page_no,
-        pt.width_pt,
-        pt.height_pt,
-        route="text",
-        engine="text",
-        route_reason=pt.reason,
-        finish_reason="stop",
-        blocks=triage.text_blocks.get(pt.page_no, []),
-        tables=triage.tables.get(pt.page_no, []),
-    )
+    blocks, tables = triage.text_blocks.get(pt.page_no, []), triage.tables.get(pt.page_no, [])
+    return Page.from_triage(pt, "text", finish_reason="stop", blocks=blocks, tables=tables)
 
 
 def _record_of(future, key: str) -> ExtractRecord:
