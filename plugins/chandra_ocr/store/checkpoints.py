@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from chandra_ocr import PIPELINE_VERSION
-from chandra_ocr.document import DocStatus, Page, PageTriage
+from chandra_ocr.document import Page, PageTriage
 from chandra_ocr.store.atomic import write_text_atomic
 from chandra_ocr.store.layout import KbLayout
 
@@ -29,23 +29,18 @@ class ExtractRecord:
     """The extract stage's record of one document: returned by the worker that triaged it and
     checkpointed, so that a retry and the assemble stage find it.
 
-    ``outcome`` is ``quarantined`` (``error`` says why), ``written`` (a document whose pages all take
-    the text route, written by that worker: ``written_status``; never stored) or ``triaged`` (``triage``
-    routes every page; the stored record also holds the text-route pages, the OCR pages have their
-    own checkpoints)."""
+    ``outcome`` is ``quarantined`` (``error`` says why) or ``triaged`` (``triage`` routes every page; the
+    stored record also holds the text-route pages, the OCR pages have their own checkpoints)."""
 
     engine_key: str  # what the record is valid for: `checkpoint_key`
-    outcome: Literal["quarantined", "written", "triaged"]
+    outcome: Literal["quarantined", "triaged"]
     n_pages: int | None = None  # None when quarantined
     error: str | None = None
-    written_status: DocStatus | None = None
     triage: list[PageTriage] = field(default_factory=list)
     text_pages: list[Page] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored form (a ``written`` record is never stored)."""
-        if self.outcome == "written":
-            raise ValueError("a written document has no extract checkpoint")
+        """The stored form."""
         if self.outcome == "quarantined":
             return {"status": "quarantined", "engine_key": self.engine_key, "error": self.error}
         return {
