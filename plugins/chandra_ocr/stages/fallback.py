@@ -68,12 +68,12 @@ class Reading:
 def run_fallbacks(reading: Reading) -> None:
     """Checkpoint every page of ``reading.failed``: as ``fallback`` when an engine of the chain reads
     it, else as ``failed``."""
-    from chandra_ocr.ocr.registry import build_engine
+    from chandra_ocr.ocr.registry import build_engine, fallback_kinds
 
-    options, primary = reading.ctx.options, reading.ctx.ocr
+    options = reading.ctx.options
     left = list(reading.failed)
-    for kind in options.fallbacks:
-        if not left or kind == primary.name:
+    for kind in fallback_kinds(options.fallbacks, reading.ctx.ocr):
+        if not left:
             continue
         try:
             engine = build_engine(kind, options.preset, options.fallback_options.get(kind), reading.passwords)
