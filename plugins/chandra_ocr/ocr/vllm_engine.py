@@ -34,7 +34,6 @@ from chandra_ocr.ocr.validity import (
     PageAttempts,
     failed_result,
     sampling_fields,
-    temperature_schedule,
 )
 from chandra_ocr.ocr.vlm import VlmEngine
 from chandra_ocr.watchdog import WATCHDOG
@@ -57,8 +56,6 @@ class VllmOptions:
     """Options of the in-process vLLM engine; every paging value overrides the preset's and the sizer's."""
 
     gpu_memory_utilization: float | None = None  # GPU share for vLLM (None: sized from free memory)
-    memory_budget_gib: float | None = None  # or: GiB of the GPU this engine may use
-    kv_cache_bytes: int | None = None  # fixed KV cache size (vLLM's kv_cache_memory_bytes; CPU or pinning)
     paging: Mapping[str, Any] = field(default_factory=dict)  # sizer overrides: max_num_seqs, block_size, …
     kv_cache_dtype: str = "auto"  # "fp8" halves the KV bytes per token
     # vLLM's online weight quantization of a 16-bit checkpoint ("fp8": FP8 decoder weights and
@@ -84,7 +81,6 @@ class VllmOptions:
         default_factory=lambda: dict(DEFAULT_REPETITION_DETECTION)
     )  # vLLM RepetitionDetectionParams; None disables (also when the installed vLLM lacks it)
     seed: int | None = None  # per-attempt sampling seeds derived from this (reproducible retries)
-    extra_sampling: Mapping[str, Any] = field(default_factory=dict)  # more SamplingParams, e.g. ignore_eos
     engine_args: Mapping[str, Any] = field(default_factory=dict)  # anything else for vllm.LLM
 
     def __post_init__(self) -> None:
@@ -98,8 +94,6 @@ class VllmOptions:
             raise ConfigError("tensor_parallel_size must be ≥ 1")
         if self.render_threads is not None and self.render_threads < 0:
             raise ConfigError("render_threads must be ≥ 0")
-        if self.memory_budget_gib is not None and self.memory_budget_gib <= 0:
-            raise ConfigError("memory_budget_gib must be > 0")
         if self.quantization is not None and self.quantization not in WEIGHT_QUANT_BYTES:
             raise ConfigError(f"quantization must be one of {sorted(WEIGHT_QUANT_BYTES)} or unset")
 
@@ -166,8 +160,6 @@ class VllmEngine(VlmEngine):
         gpu = detect_gpu_memory()
         args: dict[str, Any] = dict(self.preset.engine_args)
         args.update(self._paging(gpu))
-        if opts.kv_cache_bytes is not None:
-            args["kv_cache_memory_bytes"] = opts.kv_cache_bytes
         if opts.enforce_eager:
             args["enforce_eager"] = True
         if opts.tensor_parallel_size != 1:
@@ -220,12 +212,10 @@ class VllmEngine(VlmEngine):
         known = {f.name for f in dataclasses.fields(PagingPlan)}
         preset_paging = {k: v for k, v in self.preset.engine_args.items() if k in known}
         free, total = gpu
-        budget = None if opts.memory_budget_gib is None else int(opts.memory_budget_gib * 2**30)
         plan = plan_for_preset(
             self.preset,
             gpu_total_bytes=total,
             gpu_free_bytes=free,
-            memory_budget_bytes=budget,
             kv_cache_dtype=opts.kv_cache_dtype,
             quantization=opts.quantization,
             overrides=preset_paging | overrides,
@@ -278,19 +268,6 @@ class VllmEngine(VlmEngine):
         if torch is not None and torch.cuda.is_available():
             torch.cuda.empty_cache()
 
-    def use_preset(self, preset: Preset) -> None:
-        """Switch prompt, sampling and parser to ``preset`` without reloading the model.
-
-        Raises ConfigError unless ``preset`` names the same model with the same engine args.
-        """
-        same = preset.model_id == self.preset.model_id and preset.engine_args == self.preset.engine_args
-        if not same:
-            raise ConfigError(
-                f"preset {preset.name!r} needs another model or engine args; start another engine"
-            )
-        self.preset, self.render_spec = preset, preset.render
-        self.temperatures = temperature_schedule(preset.sampling, self.options.max_attempts)
-
     def metrics(self) -> dict:
         """Paging values and the KV capacity vLLM reported at start."""
         return dict(self._metrics)
@@ -304,7 +281,6 @@ class VllmEngine(VlmEngine):
         params_cls = getattr(self._vllm.sampling_params, "RepetitionDetectionParams", None)
         if detection and params_cls is not None:
             values["repetition_detection"] = params_cls(**detection)
-        values.update(self.options.extra_sampling)
         return self._vllm.SamplingParams(**values)
 
     def _render(self, req: PageRequest) -> _Rendered:
