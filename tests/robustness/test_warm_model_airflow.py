@@ -24,7 +24,7 @@ import pytest
 from airflow_stack import AirflowStack
 from synthetic_pdfs import pdf_bytes
 
-from chandra_ocr.ocr.warm_server import process_alive
+from chandra_ocr.ocr.server_process import process_alive
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(2400)]
 

@@ -57,7 +57,8 @@ def build_engine(
         return CpuEngine(from_mapping(CpuOptions, options))
     if kind == "vllm":
         from chandra_ocr.ocr.presets import get_preset
-        from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+        from chandra_ocr.ocr.vllm_args import VllmOptions
+        from chandra_ocr.ocr.vllm_engine import VllmEngine
 
         if warm_idle_timeout_s is not None:
             from chandra_ocr.ocr.warm_engine import WarmVllmEngine

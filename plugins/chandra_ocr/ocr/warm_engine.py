@@ -21,7 +21,8 @@ from typing import Any
 from chandra_ocr.document import PageRequest, PageResult
 from chandra_ocr.ocr.openai_engine import OpenAIEngine, ServerOptions
 from chandra_ocr.ocr.presets import Preset
-from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+from chandra_ocr.ocr.vllm_args import VllmOptions
+from chandra_ocr.ocr.vllm_engine import VllmEngine
 from chandra_ocr.ocr.warm_server import Lease, WarmServers, serve_argv, state_dir
 
 log = logging.getLogger(__name__)
