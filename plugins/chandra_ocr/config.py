@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from chandra_ocr.errors import ConfigError
-
-ENGINE_KINDS: tuple[str, ...] = ("auto", "text", "cpu", "vllm", "openai")
+from chandra_ocr.ocr.kinds import ENGINE_KINDS, check_engine, check_fallbacks  # noqa: F401  (re-exported)
 
 T = TypeVar("T")
 
@@ -88,15 +87,12 @@ class IngestOptions:
     stall_timeout_s: float = 1800.0
 
     def __post_init__(self) -> None:
-        if self.engine not in ENGINE_KINDS:
-            raise ConfigError(f"engine must be one of {ENGINE_KINDS}, got {self.engine!r}")
+        check_engine(self.engine)
         if not 0.0 <= self.failed_page_budget <= 1.0:
             raise ConfigError("failed_page_budget must be within [0, 1]")
         if self.batch_pages < 1:
             raise ConfigError("batch_pages must be ≥ 1")
-        unknown = [k for k in (*self.fallbacks, *self.fallback_options) if k not in ("text", "cpu")]
-        if unknown:
-            raise ConfigError(f"fallbacks can be the text and cpu engines, got {unknown}")
+        check_fallbacks((*self.fallbacks, *self.fallback_options))
         object.__setattr__(self, "fallbacks", tuple(self.fallbacks))
         pdf = self.pdf
         longest = max(pdf.doc_timeout_s, pdf.page_timeout_s, pdf.compress_timeout_s + 30)

@@ -7,7 +7,7 @@ origin top-left, x to the right, y down — the space PyMuPDF reports for words 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -102,12 +102,84 @@ class Page:
     blocks: list[Block] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
 
+    @classmethod
+    def from_triage(cls, pt: PageTriage, engine: str, model: str | None = None, **content: Any) -> Page:
+        """The page as triage routed it, read by ``engine``; ``content`` fills in any other field."""
+        return cls(
+            pt.page_no, pt.width_pt, pt.height_pt, pt.route, engine, pt.reason, model, **content
+        )  # fmt: skip
+
+    @classmethod
+    def read(
+        cls,
+        pt: PageTriage,
+        result: PageResult,
+        status: PageStatus = "ok",
+        fallback_reason: str | None = None,
+        accounting: PageResult | None = None,
+    ) -> Page:
+        """The page an engine read: its content from ``result``, its attempts, finish reason and tokens
+        from ``accounting`` (the primary engine's result of a page a fallback read), else ``result``."""
+        spent = accounting or result
+        return cls.from_triage(
+            pt,
+            result.engine,
+            result.model,
+            status=status,
+            attempts=spent.attempts,
+            finish_reason=spent.finish_reason,
+            prompt_tokens=spent.prompt_tokens,
+            output_tokens=spent.output_tokens,
+            latency_ms=result.latency_ms,
+            fallback_reason=fallback_reason,
+            raw=result.text or None,
+            blocks=result.blocks,
+            tables=result.tables,
+        )
+
+    @classmethod
+    def failed(
+        cls, pt: PageTriage, engine: str, model: str | None, error: str, result: PageResult | None
+    ) -> Page:
+        """A page nothing could read: ``error`` says why; ``result`` is the engine's last (None: none)."""
+        return cls.from_triage(
+            pt,
+            engine,
+            model,
+            status="failed",
+            error=error,
+            attempts=result.attempts if result else 0,
+            finish_reason=result.finish_reason if result else None,
+        )
+
     def to_dict(self) -> dict:
         """The page as JSON-ready dicts (``asdict`` without its deep copies: blocks and cells are flat)."""
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("blocks", "tables")}
         data["blocks"] = [dict(vars(b)) for b in self.blocks]
         data["tables"] = [{**vars(t), "cells": [dict(vars(c)) for c in t.cells]} for t in self.tables]
         return data
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> Page:
+        """Inverse of ``to_dict`` (a checkpoint's page)."""
+        value = dict(value)
+        value["blocks"] = [Block(**{**b, "bbox": _tuple(b["bbox"])}) for b in value.get("blocks", [])]
+        value["tables"] = [
+            Table(
+                **{
+                    **t,
+                    "bbox": _tuple(t["bbox"]),
+                    "header": tuple(t["header"]),
+                    "cells": tuple(TableCell(**c) for c in t["cells"]),
+                }
+            )
+            for t in value.get("tables", [])
+        ]
+        return cls(**value)
+
+
+def _tuple(v: list | None) -> tuple | None:
+    return tuple(v) if v is not None else None
 
 
 @dataclass
@@ -205,6 +277,31 @@ class PageResult:
     attempts: int = 1
     error: str | None = None
 
+    @classmethod
+    def of(
+        cls,
+        request: PageRequest,
+        engine: str,
+        model: str | None,
+        *,
+        error: str | None = None,
+        text: str = "",
+        blocks: list[Block] | tuple[Block, ...] = (),
+        tables: list[Table] | tuple[Table, ...] = (),
+        finish_reason: str | None = None,
+        prompt_tokens: int = 0,
+        output_tokens: int = 0,
+        latency_ms: float = 0.0,
+        attempts: int = 1,
+    ) -> PageResult:
+        """The result of reading ``request``: ``ok`` without ``error``, else ``failed`` with it (the one
+        way engines make their results)."""
+        status: Literal["ok", "failed"] = "ok" if error is None else "failed"
+        return cls(
+            request.doc_id, request.page_no, engine, model, status, text, list(blocks), list(tables),
+            finish_reason, prompt_tokens, output_tokens, latency_ms, attempts, error,
+        )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class ParsedPage:
@@ -225,22 +322,3 @@ class PageTriage:
     route: Route
     reason: str
     n_chars: int
-
-
-@dataclass
-class ExtractRecord:
-    """The extract stage's record of one document: returned by the worker that triaged it and
-    checkpointed (``store/checkpoints``), so that a retry and the assemble stage find it.
-
-    ``outcome`` is ``quarantined`` (``error`` says why), ``written`` (a document whose pages all take
-    the text route, written by that worker: ``written_status``; never stored) or ``triaged`` (``triage``
-    routes every page; the stored record also holds the text-route pages, the OCR pages have their
-    own checkpoints)."""
-
-    engine_key: str  # what the record is valid for: pipeline version, engine and model
-    outcome: Literal["quarantined", "written", "triaged"]
-    n_pages: int | None = None  # None when quarantined
-    error: str | None = None
-    written_status: DocStatus | None = None
-    triage: list[PageTriage] = field(default_factory=list)
-    text_pages: list[Page] = field(default_factory=list)

@@ -1,8 +1,8 @@
 """The stages in order, and the runner that takes a source through them in this process (the CLI).
 
-discover → compress → extract → assemble → load, each one object in ``stages/`` called with one
-batch and the run's ``RunContext``. The Airflow DAGs call the very same stage objects, one task
-per stage, with ``Batch`` manifests in between.
+discover → compress → extract → assemble → load, each one object in ``stages/`` built on the run's
+``RunContext``; the middle ones (`batch_stages`) take a batch and return it. The Airflow DAGs call
+the very same stage objects, one task per stage, with ``Batch`` manifests in between.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,11 @@ def load_groups(batches: list[Batch]) -> list[list[Batch]]:
     return groups if batches else []
 
 
+def batch_stages(ctx: RunContext) -> list[Callable[[Batch], Batch]]:
+    """The stages every batch goes through between discovery and the load, in order."""
+    return [Compress(ctx), Extract(ctx), Assemble(ctx)]
+
+
 def run(
     source: str | Path | LocalSource | ObjectSource,
     kb_dir: str | Path,
@@ -90,13 +96,14 @@ def run(
                 if not engine.threads:
                     arrow_schemas()  # inherited by forked workers, which stage rows without opening DuckDB
                 engine.start()
-            compress, extract, assemble, load = Compress(ctx), Extract(ctx), Assemble(ctx), Load(ctx)
+            stages, load = batch_stages(ctx), Load(ctx)
             groups = load_groups(batches)
             for group in groups:
                 # One pool per load: DuckDB's threads never run while a worker may be forked from here.
                 with ctx.pool() as workers:
                     for batch in group:
-                        assemble(extract(compress(batch)))
+                        for stage in stages:
+                            batch = stage(batch)
                     workers.finish()  # stopped: no new worker is forked; it winds down during the load
                 loaded.update(load(group, run=batches if group is groups[-1] else None))
         finally:

@@ -31,7 +31,7 @@ from chandra_ocr.ocr.presets import (
     user_image_message,
 )
 from chandra_ocr.ocr.tuning import QWEN2_5_VL_7B
-from chandra_ocr.parse.markdown import parse_plain_text
+from chandra_ocr.parse.markdown import parse_markdown
 from chandra_ocr.pdf.render import target_size
 
 with warnings.catch_warnings():  # chandra's Settings class trips a pydantic deprecation
@@ -201,7 +201,7 @@ def test_a_third_model_is_data_only():
         render=RenderSpec(dpi=150, max_pixels=1288 * 1288, longest_edge=1288, multiple_of=28),
         sampling=Sampling(max_tokens=8000, temperatures=(0.1, 0.3)),
         build_messages=functools.partial(user_image_message, prompt="Transcribe this page."),
-        parse=parse_plain_text,
+        parse=parse_markdown,
         engine_args={"max_model_len": 16_384, "limit_mm_per_prompt": {"image": 1}},
         dims=QWEN2_5_VL_7B,
     )

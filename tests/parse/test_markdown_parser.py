@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from chandra_ocr.parse.markdown import parse_markdown, parse_plain_text
+from chandra_ocr.parse.markdown import parse_markdown
 from chandra_ocr.tables.markup import grid
 
 PAGE = """# Annual Report ##
@@ -113,16 +113,6 @@ def test_a_table_row_without_delimiter_is_text():
 def test_empty_output_is_an_empty_page():
     page = parse_markdown("", 612, 792)
     assert page.blocks == [] and page.tables == []
-
-
-def test_plain_text_paragraphs():
-    page = parse_plain_text("First para\nline two.\n\n  \nSecond para.\r\n\r\nThird.", 612, 792)
-    assert [(b.block_no, b.label, b.text, b.bbox) for b in page.blocks] == [
-        (0, "text", "First para\nline two.", None),
-        (1, "text", "Second para.", None),
-        (2, "text", "Third.", None),
-    ]
-    assert page.tables == []
 
 
 @pytest.mark.corpus

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from chandra_ocr.document import ParsedPage
 from chandra_ocr.errors import ParseError
 from chandra_ocr.parse.chandra_html import parse_chandra_html
-from chandra_ocr.parse.markdown import parse_markdown, parse_plain_text
+from chandra_ocr.parse.markdown import parse_markdown
 from chandra_ocr.tables.markup import grid, table_from_html, table_from_markdown
 
 # Fragments that exercise the parsers' structure: tags (well-formed, broken, hostile attributes),
@@ -53,9 +53,8 @@ def test_chandra_html_raises_only_parse_error(text):
 
 @FUZZ
 @given(any_text)
-def test_markdown_and_plain_text_never_raise(text):
+def test_markdown_never_raises(text):
     assert isinstance(parse_markdown(text, 612.0, 792.0), ParsedPage)
-    assert isinstance(parse_plain_text(text, 612.0, 792.0), ParsedPage)
 
 
 @FUZZ

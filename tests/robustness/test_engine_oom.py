@@ -60,15 +60,8 @@ class OutOfMemoryAboveBudget:
             assert request.image is not None and request.image.width * request.image.height <= 500_000
             self.served[(request.doc_id, request.page_no)] += 1
             block = Block(0, "text", (0.0, 0.0, request.width_pt, request.height_pt), "read")
-            yield PageResult(
-                request.doc_id,
-                request.page_no,
-                self.name,
-                self.model,
-                "ok",
-                "read",
-                [block],
-                finish_reason="stop",
+            yield PageResult.of(
+                request, self.name, self.model, text="read", blocks=[block], finish_reason="stop"
             )
 
 

@@ -22,7 +22,7 @@ import pymupdf
 import pytest
 from airflow_stack import AirflowStack
 
-from chandra_ocr.ocr.warm_server import process_alive
+from chandra_ocr.ocr.server_process import process_alive
 from chandra_ocr.testing.synthetic_pdfs import pdf_bytes
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(2400)]

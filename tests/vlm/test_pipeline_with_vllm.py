@@ -8,6 +8,7 @@ import shutil
 
 import pymupdf
 import pytest
+from vlm_checks import preset_swapped
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.ocr.presets import Sampling
@@ -34,15 +35,11 @@ def test_length_failures_retry_then_fall_back_and_the_document_is_ingested(vllm_
     src.mkdir()
     shutil.copy(samples / "scanned_memo.pdf", src / "memo.pdf")  # no text layer → CPU fallback
     _scan_with_caption(src / "captioned.pdf", samples / "scanned_memo.pdf")  # → text-layer fallback
-    original = vllm_engine.preset
     always_cut = Sampling(max_tokens=2, temperatures=(0.0, 0.4, 0.8), stop=())
-    vllm_engine.use_preset(dataclasses.replace(original, sampling=always_cut))
-    try:
+    with preset_swapped(vllm_engine, dataclasses.replace(vllm_engine.preset, sampling=always_cut)):
         summary = run(
             src, tmp_path / "kb", IngestOptions(pdf=PdfOptions(settle_seconds=0)), engine=vllm_engine
         )
-    finally:
-        vllm_engine.use_preset(original)
 
     assert summary.statuses == {"ingested": 2}
     con = connect(KbLayout(tmp_path / "kb"), read_only=True)

@@ -11,7 +11,7 @@ import logging
 import threading
 
 import pytest
-from vlm_checks import FINISH_REASONS, CountingFeed, attempt_log, fresh
+from vlm_checks import FINISH_REASONS, CountingFeed, attempt_log, fresh, preset_swapped
 
 from chandra_ocr.document import PageRequest
 from chandra_ocr.ocr.base import OcrEngine
@@ -73,14 +73,10 @@ def test_prompt_tokens_match_the_hf_processor(vllm_engine, rendered_pages, tiny_
 
 def test_length_exhausts_the_temperature_schedule(vllm_engine, rendered_pages, caplog):
     """max_tokens 2 and no stop string: every attempt ends with `length`, each at the next temperature."""
-    original = vllm_engine.preset
     sampling = Sampling(max_tokens=2, temperatures=(0.0, 0.4, 0.8), stop=())
-    vllm_engine.use_preset(dataclasses.replace(original, sampling=sampling))
     caplog.set_level(logging.DEBUG, logger="chandra_ocr.ocr.validity")
-    try:
+    with preset_swapped(vllm_engine, dataclasses.replace(vllm_engine.preset, sampling=sampling)):
         results = list(vllm_engine.run(fresh(rendered_pages[:6])))
-    finally:
-        vllm_engine.use_preset(original)
     temps = attempt_log(caplog)
     assert len(results) == 6
     for r in results:
@@ -143,13 +139,12 @@ def test_feed_threads_render_what_the_loop_would(vllm_engine, rendered_pages, ca
     pages = fresh(rendered_pages[:4])
     broken = dataclasses.replace(pages[0], doc_id="broken", image=pages[0].image.resize((1, 1)))
     flaky = dataclasses.replace(pages[0], doc_id="flaky", image=pages[0].image.resize((2, 2)))
-    vllm_engine.use_preset(dataclasses.replace(original, build_messages=build))
     try:
-        ahead = {(r.doc_id, r.page_no): r for r in vllm_engine.run([broken, flaky, *pages])}
-        vllm_engine.options = dataclasses.replace(options, render_threads=0)
-        on_loop = {(r.doc_id, r.page_no): r for r in vllm_engine.run(fresh(pages))}
+        with preset_swapped(vllm_engine, dataclasses.replace(original, build_messages=build)):
+            ahead = {(r.doc_id, r.page_no): r for r in vllm_engine.run([broken, flaky, *pages])}
+            vllm_engine.options = dataclasses.replace(options, render_threads=0)
+            on_loop = {(r.doc_id, r.page_no): r for r in vllm_engine.run(fresh(pages))}
     finally:
-        vllm_engine.use_preset(original)
         vllm_engine.options = options
     feed_threads = {name for name in threads if name.startswith("page-feed-")}
     assert feed_threads and threads - feed_threads == {threading.current_thread().name}  # + retries

@@ -14,9 +14,10 @@ import pytest
 from vllm_server import KV_CACHE_GIB
 
 from chandra_ocr.errors import EngineError
+from chandra_ocr.ocr.server_process import process_alive
 from chandra_ocr.ocr.vllm_engine import VllmOptions
 from chandra_ocr.ocr.warm_engine import WarmVllmEngine
-from chandra_ocr.ocr.warm_server import WarmServers, process_alive
+from chandra_ocr.ocr.warm_server import WarmServers
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import pytest
 from tiny_pages import with_image
 
@@ -34,3 +38,22 @@ def attempt_log(caplog: pytest.LogCaptureFixture) -> dict[tuple[str, int], list[
 def fresh(pages: list[PageRequest]) -> list[PageRequest]:
     """Copies of the requests (an engine may keep references to the ones it was given)."""
     return [with_image(p, p.image) for p in pages]
+
+
+@contextmanager
+def preset_swapped(engine: Any, preset: Any) -> Iterator[None]:
+    """Read with ``preset``'s prompt, sampling and parser on the session's started engine (same model),
+    then go back to its own preset: a second engine would load the model again."""
+    from chandra_ocr.ocr.validity import temperature_schedule
+
+    original = engine.preset
+
+    def use(p: Any) -> None:
+        engine.preset, engine.render_spec = p, p.render
+        engine.temperatures = temperature_schedule(p.sampling, engine.options.max_attempts)
+
+    use(preset)
+    try:
+        yield
+    finally:
+        use(original)

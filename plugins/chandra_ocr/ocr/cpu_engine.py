@@ -192,17 +192,10 @@ class CpuEngine:
         with self._lock:
             self._counts["pages"] += 1
             self._busy_s += elapsed
-        return PageResult(
-            doc_id=request.doc_id,
-            page_no=request.page_no,
-            engine=self.name,
-            model=self.model,
-            status="ok",
-            text="\n\n".join(block.text for block in blocks),
-            blocks=blocks,
-            finish_reason="stop",
-            latency_ms=elapsed * 1000,
-        )
+        return PageResult.of(
+            request, self.name, self.model, text="\n\n".join(block.text for block in blocks), blocks=blocks,
+            finish_reason="stop", latency_ms=elapsed * 1000,
+        )  # fmt: skip
 
     def _try_upside_down(
         self, image: Image.Image, dpi: int, deadline: float, words: list[Word], confidence: float
@@ -258,15 +251,7 @@ class CpuEngine:
         with self._lock:
             self._counts["failed"] += 1
             self._counts["timeouts"] += "timed out" in error
-        return PageResult(
-            doc_id=request.doc_id,
-            page_no=request.page_no,
-            engine=self.name,
-            model=self.model,
-            status="failed",
-            latency_ms=elapsed_s * 1000,
-            error=error,
-        )
+        return PageResult.of(request, self.name, self.model, error=error, latency_ms=elapsed_s * 1000)
 
     def _kill_all(self) -> None:
         with self._lock:

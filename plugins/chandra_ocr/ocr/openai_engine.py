@@ -76,13 +76,8 @@ class OpenAIEngine(VlmEngine):
     name = "openai"
 
     def __init__(self, preset: Preset, options: ServerOptions | None = None) -> None:
-        self.options = options or ServerOptions()
-        super().__init__(
-            preset,
-            model=self.options.model,
-            in_flight_pages=self.options.max_in_flight,
-            max_attempts=self.options.max_attempts,
-        )
+        self.options = o = options or ServerOptions()
+        super().__init__(preset, model=o.model, in_flight_pages=o.max_in_flight, max_attempts=o.max_attempts)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._client: Any = None

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from chandra_ocr.config import from_mapping
 from chandra_ocr.errors import ConfigError, EngineError
 from chandra_ocr.ocr.base import OcrEngine
+from chandra_ocr.ocr.kinds import ENGINE_KINDS
 
 
 def resolve_kind(kind: str) -> str:
@@ -22,9 +23,9 @@ def resolve_kind(kind: str) -> str:
     return "vllm" if torch.cuda.is_available() else "cpu"
 
 
-def reads_images(kind: str) -> bool:
-    """Whether the engine of ``kind`` reads rendered pages (every kind but ``text``)."""
-    return resolve_kind(kind) != "text"
+def fallback_kinds(fallbacks: Iterable[str], primary: OcrEngine) -> list[str]:
+    """The kinds of the fallback chain ``fallbacks`` to try after ``primary``: all but its own."""
+    return [kind for kind in fallbacks if kind != primary.name]
 
 
 def build_engine(
@@ -56,7 +57,8 @@ def build_engine(
         return CpuEngine(from_mapping(CpuOptions, options))
     if kind == "vllm":
         from chandra_ocr.ocr.presets import get_preset
-        from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+        from chandra_ocr.ocr.vllm_args import VllmOptions
+        from chandra_ocr.ocr.vllm_engine import VllmEngine
 
         if warm_idle_timeout_s is not None:
             from chandra_ocr.ocr.warm_engine import WarmVllmEngine
@@ -71,7 +73,7 @@ def build_engine(
 
         server = dict(connection()) if connection is not None else {}
         return OpenAIEngine(get_preset(preset), from_mapping(ServerOptions, server | options))
-    raise ConfigError(f"unknown engine kind {kind!r}: use auto, text, cpu, vllm or openai")
+    raise ConfigError(f"engine must be one of {ENGINE_KINDS}, got {kind!r}")
 
 
 def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngine:
@@ -84,8 +86,8 @@ def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngin
     resolved = resolve_kind(kind)
     if resolved == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ConfigError(
-            "--engine vllm needs vLLM (pip install vllm on a CUDA machine); "
-            "without a GPU use --engine cpu, or --engine openai with a vLLM server"
+            "engine vllm needs vLLM (pip install vllm on a CUDA machine); "
+            "without a GPU set engine to cpu, or to openai with a vLLM server"
         )
     engine = build_engine(resolved, preset, options)
     if resolved == "openai":
@@ -94,8 +96,8 @@ def ready_engine(kind: str, preset: str, options: Mapping[str, Any]) -> OcrEngin
         except EngineError as e:
             engine.close()
             raise ConfigError(
-                f"--engine openai: {e}; start the server (`vllm serve MODEL`) or point "
-                '--engine-option base_url="http://HOST:PORT/v1" at it'
+                f"engine openai: {e}; start the server (`vllm serve MODEL`) or set "
+                'engine_options base_url to it ("http://HOST:PORT/v1")'
             ) from None
     elif resolved in ("text", "cpu"):
         engine.start()

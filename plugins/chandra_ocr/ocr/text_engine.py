@@ -58,26 +58,13 @@ class TextEngine:
         except Exception as e:  # per-page failures are results, not exceptions
             self._failed += 1
             log.debug("text layer of %s p.%d failed: %s", request.pdf_path, request.page_no, e)
-            return PageResult(
-                doc_id=request.doc_id,
-                page_no=request.page_no,
-                engine=self.name,
-                model=None,
-                status="failed",
-                error=f"{type(e).__name__}: {e}",
-                latency_ms=(time.perf_counter() - started) * 1000,
+            return PageResult.of(
+                request, self.name, None, error=f"{type(e).__name__}: {e}", latency_ms=_since(started)
             )
-        return PageResult(
-            doc_id=request.doc_id,
-            page_no=request.page_no,
-            engine=self.name,
-            model=None,
-            status="ok",
-            text=extracted.text,
-            blocks=extracted.blocks,
-            finish_reason="stop",
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
+        return PageResult.of(
+            request, self.name, None, text=extracted.text, blocks=extracted.blocks, finish_reason="stop",
+            latency_ms=_since(started),
+        )  # fmt: skip
 
     def close(self) -> None:
         """Close the cached document."""
@@ -96,3 +83,8 @@ class TextEngine:
             self._doc = open_pdf(request.pdf_path, password=self._passwords.get(request.doc_id))
             self._doc_path = request.pdf_path
         return self._doc
+
+
+def _since(started: float) -> float:
+    """Milliseconds since ``started`` (a ``perf_counter`` value)."""
+    return (time.perf_counter() - started) * 1000

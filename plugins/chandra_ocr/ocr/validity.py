@@ -117,27 +117,17 @@ class PageAttempts:
         """The page's final result: ``ok`` with the parsed content, else ``failed`` with the last reason."""
         req = self.request
         _, finish, reason = self.history[-1] if self.history else (None, None, "not run")
-        return PageResult(
-            doc_id=req.doc_id,
-            page_no=req.page_no,
-            engine=engine,
-            model=model,
-            status="ok" if parsed is not None else "failed",
-            text=text,
-            blocks=list(parsed.blocks) if parsed else [],
-            tables=list(parsed.tables) if parsed else [],
-            finish_reason=finish,
-            prompt_tokens=self.prompt_tokens,
-            output_tokens=self.output_tokens,
-            latency_ms=(time.monotonic() - self.started) * 1000.0,
-            attempts=self.attempt,
-            error=None if parsed is not None else reason,
-        )
+        return PageResult.of(
+            req, engine, model, error=None if parsed is not None else reason, text=text,
+            blocks=parsed.blocks if parsed else (), tables=parsed.tables if parsed else (),
+            finish_reason=finish, prompt_tokens=self.prompt_tokens, output_tokens=self.output_tokens,
+            latency_ms=(time.monotonic() - self.started) * 1000.0, attempts=self.attempt,
+        )  # fmt: skip
 
 
 def failed_result(request: PageRequest, engine: str, model: str | None, reason: str) -> PageResult:
     """A page the engine could not even submit (e.g. no rendered image)."""
-    return PageResult(request.doc_id, request.page_no, engine, model, "failed", attempts=0, error=reason)
+    return PageResult.of(request, engine, model, error=reason, attempts=0)
 
 
 def sampling_fields(sampling: Sampling, temperature: float, seed: int | None) -> dict[str, Any]:

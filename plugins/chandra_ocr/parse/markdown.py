@@ -167,10 +167,3 @@ def _html_table(lines: list[str], i: int, page: _Page) -> int:
     html = "\n".join(lines[i : end + 1])
     page.add_table(html_to_text(html), lambda n: table_from_html(html, table_no=n, bbox=None), html=html)
     return end + 1
-
-
-def parse_plain_text(text: str, width_pt: float, height_pt: float) -> ParsedPage:
-    """Plain text → one ``text`` block per paragraph (blank-line separated), no bboxes or tables."""
-    paragraphs = re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n"))
-    blocks = [Block(n, "text", None, p.strip()) for n, p in enumerate(q for q in paragraphs if q.strip())]
-    return ParsedPage(blocks=blocks, tables=[])

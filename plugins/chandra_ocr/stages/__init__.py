@@ -1,14 +1,16 @@
-"""The pipeline's stages, each one object with one call, sharing one ``RunContext``.
+"""The pipeline's stages, each one object built on one ``RunContext``. Compress, Extract and
+Assemble have one shape, ``stage(batch) → batch``; Discover makes the batches and Load takes them.
 
 - ``Discover`` (stages/discover.py): new PDFs of a source → batches of about ``batch_pages`` pages.
 - ``Compress`` (stages/compress.py): a smaller copy of each document to render from.
 - ``Extract`` (stages/extract.py, stages/fallback.py): triage, then every OCR page through the
-  engine and its fallback chain, checkpointed; text-only documents are written here.
-- ``Assemble`` (stages/assemble.py, stages/write.py): documents from their checkpoints → chunks,
+  engine and its fallback chain, checkpointed.
+- ``Assemble`` (stages/assemble.py, stages/write.py): every document from its checkpoints → chunks,
   staged rows, Markdown/JSON exports.
 - ``Load`` (stages/load.py): the staged rows into DuckDB in one transaction, with the run's record.
 
-The CLI runner (``pipeline.run``) and the Airflow operators call these and nothing below them.
+The CLI runner (``pipeline.run``) and the Airflow operators call these and nothing below them; no
+stage imports another (what two stages share sits below them: ``store/checkpoints``, ``context``).
 
 Importing this package imports no stage: PDF workers unpickle a stage's worker function (triage,
 assembly) from its module, and a worker capped at a few hundred MB of address space must not load

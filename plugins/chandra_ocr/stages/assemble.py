@@ -13,9 +13,9 @@ from chandra_ocr.errors import BadDocumentError, StageTimeoutError, StoreError
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
-from chandra_ocr.stages.extract import checkpoint_key
 from chandra_ocr.stages.write import Written, new_document, write_document
 from chandra_ocr.store import checkpoints
+from chandra_ocr.store.checkpoints import checkpoint_key
 from chandra_ocr.store.layout import KbLayout
 
 log = logging.getLogger(__name__)
@@ -23,8 +23,9 @@ log = logging.getLogger(__name__)
 
 class Assemble:
     """``Assemble(ctx)(batch)`` → the batch, every extracted document written (its state ``written``,
-    its status set). Documents the extract stage wrote already are passed by; one whose assembly
-    times out or crashes its worker is quarantined with the reason and the batch goes on.
+    its status set), those read from the text layer alone included; documents written already are
+    passed by. One whose assembly times out or crashes its worker is quarantined with the reason and
+    the batch goes on.
     Records the stage's seconds in ``batch.seconds["assemble"]``."""
 
     def __init__(self, ctx: RunContext) -> None:
@@ -39,7 +40,7 @@ class Assemble:
         progress.add(pages=batch.pages - sum(d.n_pages for d in todo), docs=len(batch.docs) - len(todo))
         now = datetime.now(UTC)
         args = [(ref, ctx.layout, ctx.options, batch.engine, batch.model, ctx.run_id, now) for ref in todo]
-        if todo:  # a batch of text-only documents has nothing left: no pool to start
+        if todo:  # a batch whose documents are all written or elsewhere: no pool to start
             with ctx.pool() as workers:
                 sizes = [d.n_pages for d in todo]
                 futures = workers.submit_largest_first(

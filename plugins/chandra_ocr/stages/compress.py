@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from chandra_ocr.manifest import Batch, DocRef
-from chandra_ocr.ocr.registry import reads_images
+from chandra_ocr.ocr.kinds import reads_images
 from chandra_ocr.pdf.compress import CompressResult, compress_pdf
 from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress

@@ -1,11 +1,9 @@
 """Extract stage (the OCR stage): triage the documents of a batch, then stream their OCR pages through
 one engine.
 
-A document whose every page takes the text route is finished where it was triaged (a declared
-step of this stage: its state becomes ``written``): chunked and written (staged rows, exports) in the
-same worker task, with no checkpoint (redoing it costs a text pass; the assemble stage passes it
-by). Otherwise its
-text-route pages are checkpointed straight from triage, in the document's record. OCR-route
+Each document's text-route pages are checkpointed straight from triage, in the document's record
+(a document read from the text layer alone is then complete: the assemble stage writes it like
+any other). OCR-route
 pages of every document in the batch form one stream (rendering in worker processes overlaps
 inference; no per-file barrier). A page the engine cannot read validly goes to the fallback
 chain (``stages/fallback.py``): the text layer, then the CPU engine; it is marked ``fallback`` — or
@@ -18,11 +16,9 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
-from chandra_ocr import PIPELINE_VERSION
-from chandra_ocr.config import IngestOptions, PdfOptions
-from chandra_ocr.document import ExtractRecord, Page, PageRequest, PageTriage
+from chandra_ocr.config import PdfOptions
+from chandra_ocr.document import Page, PageRequest, PageTriage
 from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
 from chandra_ocr.manifest import Batch, DocRef, file_names, incomplete_line
 from chandra_ocr.ocr.base import OcrEngine
@@ -30,22 +26,13 @@ from chandra_ocr.pdf.passwords import load_passwords
 from chandra_ocr.pdf.triage import DocumentTriage, triage_document
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
-from chandra_ocr.stages.fallback import RENDER_FAILED, FailedPage, Reading, ocr_page, run_fallbacks
+from chandra_ocr.stages.fallback import RENDER_FAILED, FailedPage, Reading, run_fallbacks
 from chandra_ocr.stages.ownership import claim_batch
 from chandra_ocr.store import checkpoints
+from chandra_ocr.store.checkpoints import ExtractRecord, checkpoint_key
 from chandra_ocr.store.layout import KbLayout
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Finish:
-    """What a worker needs to finish a text-only document itself (see the module doc)."""
-
-    options: IngestOptions
-    engine: str
-    model: str | None
-    run_id: str
 
 
 @dataclass
@@ -53,11 +40,6 @@ class _Pending:
     doc: DocRef
     pdf_path: str
     pages: dict[int, PageTriage]
-
-
-def checkpoint_key(engine: str, model: str | None) -> str:
-    """What a page checkpoint is valid for: pipeline version, engine and model."""
-    return f"{PIPELINE_VERSION}|{engine}|{model or '-'}"
 
 
 def engine_key(engine: OcrEngine) -> str:
@@ -169,7 +151,7 @@ def _stream(reading: Reading, todo: list[tuple[_Pending, PageTriage]], progress:
         p = by_id[result.doc_id]
         pt = p.pages[result.page_no]
         if result.status == "ok":
-            reading.checkpoint(result.doc_id, ocr_page(pt, result))
+            reading.checkpoint(result.doc_id, Page.read(pt, result))
         else:
             why = result.error or f"finish_reason={result.finish_reason}"
             failed.append(FailedPage(p.doc.doc_id, p.pdf_path, pt, result, why))
@@ -186,7 +168,6 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
     again); returns those with pages left for the engine."""
     ctx, key = reading.ctx, reading.key
     layout, options = ctx.layout, ctx.options
-    finish = Finish(options, ctx.ocr.name, ctx.ocr.model, ctx.run_id)
     force = None if ctx.ocr.reads_images else "text"
     done: dict[str, ExtractRecord] = {}  # records checkpointed under this key by an earlier attempt
     todo: list[DocRef] = []
@@ -197,7 +178,7 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
             done[doc.doc_id] = stored
         else:
             todo.append(doc)
-    jobs = [(layout, d, options.pdf, force, key, reading.passwords.get(d.doc_id), finish) for d in todo]
+    jobs = [(layout, d, options.pdf, force, key, reading.passwords.get(d.doc_id)) for d in todo]
     sizes = [d.n_pages for d in todo]
     submitted = reading.workers.submit_largest_first(
         triage_and_checkpoint, jobs, sizes, timeout=options.pdf.doc_timeout_s
@@ -214,13 +195,13 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
                 checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
             record = done[doc.doc_id]
-        doc.state = "written" if record.outcome == "written" else "extracted"
-        doc.status = "quarantined" if record.outcome == "quarantined" else record.written_status
+        doc.state = "extracted"
         if record.outcome == "quarantined":
-            doc.error = record.error
+            doc.status, doc.error = "quarantined", record.error
             log.warning("%s", incomplete_line(doc))
-        doc.n_pages = record.n_pages if record.n_pages is not None else doc.n_pages
-        if record.outcome == "triaged":
+        else:
+            doc.status = None  # set by the assemble stage
+            doc.n_pages = record.n_pages if record.n_pages is not None else doc.n_pages
             pages = {pt.page_no: pt for pt in record.triage}
             pending.append(_Pending(doc, doc.work_pdf or doc.readable, pages))
     progress.done()
@@ -234,28 +215,16 @@ def triage_and_checkpoint(
     force: str | None,
     key: str,
     password: str | None = None,
-    finish: Finish | None = None,
 ) -> ExtractRecord:
     """Worker side: triage one document and checkpoint it; returns its record (without page content).
 
     The checkpoint is the document record with the finished text-route pages in it (one file
     per document: these pages come all at once, unlike OCR pages, which are checkpointed one by
-    one as the engine returns them). With ``finish``, a document whose pages all take the text
-    route is written instead, and the record says so (outcome ``written``) without being stored.
-    Runs in a PDF worker so that text extraction and the writes use every core and a hung or
-    crashing parser only costs that worker.
+    one as the engine returns them). Runs in a PDF worker so that text extraction uses every core
+    and a hung or crashing parser only costs that worker.
     """
     triage = triage_document(doc.work_pdf or doc.readable, options, password=password, force_route=force)
     text_pages = [_text_page(triage, pt) for pt in triage.pages if pt.route == "text"]
-    if finish is not None and len(text_pages) == triage.n_pages:
-        # imported here: Arrow and DuckDB take ~1 GB of address space, which counts against the
-        # worker's cap, and a worker that only renders or triages OCR pages never needs them
-        from chandra_ocr.stages.write import new_document, write_document
-
-        done = new_document(doc, finish.engine, finish.model)
-        done.n_pages, done.pages = triage.n_pages, text_pages
-        written = write_document(done, layout, finish.options, finish.run_id, datetime.now(UTC))
-        return ExtractRecord(key, "written", n_pages=triage.n_pages, written_status=written.status)
     record = ExtractRecord(key, "triaged", n_pages=triage.n_pages, triage=triage.pages)
     checkpoints.write_document_record(layout, doc.doc_id, replace(record, text_pages=text_pages))
     return record
@@ -263,17 +232,8 @@ def triage_and_checkpoint(
 
 def _text_page(triage: DocumentTriage, pt: PageTriage) -> Page:
     """A text-route page as triage read it."""
-    return Page(
-        pt.page_no,
-        pt.width_pt,
-        pt.height_pt,
-        route="text",
-        engine="text",
-        route_reason=pt.reason,
-        finish_reason="stop",
-        blocks=triage.text_blocks.get(pt.page_no, []),
-        tables=triage.tables.get(pt.page_no, []),
-    )
+    blocks, tables = triage.text_blocks.get(pt.page_no, []), triage.tables.get(pt.page_no, [])
+    return Page.from_triage(pt, "text", finish_reason="stop", blocks=blocks, tables=tables)
 
 
 def _record_of(future, key: str) -> ExtractRecord:

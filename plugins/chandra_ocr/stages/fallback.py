@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from chandra_ocr.document import Page, PageRequest, PageResult, PageStatus, PageTriage, RenderSpec
+from chandra_ocr.document import Page, PageRequest, PageResult, PageTriage, RenderSpec
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.workers import PdfWorkers
@@ -65,40 +65,15 @@ class Reading:
         checkpoints.write_page(self.ctx.layout, doc_id, page, self.key)
 
 
-def ocr_page(
-    pt: PageTriage, result: PageResult, status: PageStatus = "ok", reason: str | None = None
-) -> Page:
-    """The OCR-route page record of an engine result."""
-    return Page(
-        pt.page_no,
-        pt.width_pt,
-        pt.height_pt,
-        route="ocr",
-        engine=result.engine,
-        model=result.model,
-        route_reason=pt.reason,
-        status=status,
-        attempts=result.attempts,
-        finish_reason=result.finish_reason,
-        prompt_tokens=result.prompt_tokens,
-        output_tokens=result.output_tokens,
-        latency_ms=result.latency_ms,
-        fallback_reason=reason,
-        raw=result.text or None,
-        blocks=result.blocks,
-        tables=result.tables,
-    )
-
-
 def run_fallbacks(reading: Reading) -> None:
     """Checkpoint every page of ``reading.failed``: as ``fallback`` when an engine of the chain reads
     it, else as ``failed``."""
-    from chandra_ocr.ocr.registry import build_engine
+    from chandra_ocr.ocr.registry import build_engine, fallback_kinds
 
-    options, primary = reading.ctx.options, reading.ctx.ocr
+    options = reading.ctx.options
     left = list(reading.failed)
-    for kind in options.fallbacks:
-        if not left or kind == primary.name:
+    for kind in fallback_kinds(options.fallbacks, reading.ctx.ocr):
+        if not left:
             continue
         try:
             engine = build_engine(kind, options.preset, options.fallback_options.get(kind), reading.passwords)
@@ -145,30 +120,13 @@ def _read(
         failure = todo[(result.doc_id, result.page_no)]
         if result.status != "ok" or (not engine.reads_images and not result.blocks):
             continue
-        page = ocr_page(failure.triage, result, status="fallback", reason=failure.reason)
-        if failure.result is not None:
-            page.attempts = failure.result.attempts
-            page.finish_reason = failure.result.finish_reason
-            page.prompt_tokens = failure.result.prompt_tokens
-            page.output_tokens = failure.result.output_tokens
+        page = Page.read(failure.triage, result, "fallback", failure.reason, accounting=failure.result)
         reading.checkpoint(result.doc_id, page)
         done.add(failure.key)
     return done
 
 
 def _write_failed(reading: Reading, failure: FailedPage) -> None:
-    pt, result, primary = failure.triage, failure.result, reading.ctx.ocr
-    page = Page(
-        pt.page_no,
-        pt.width_pt,
-        pt.height_pt,
-        route="ocr",
-        engine=primary.name,
-        model=primary.model,
-        route_reason=pt.reason,
-        status="failed",
-        error=failure.reason,
-        attempts=result.attempts if result else 0,
-        finish_reason=result.finish_reason if result else None,
-    )
+    primary = reading.ctx.ocr
+    page = Page.failed(failure.triage, primary.name, primary.model, failure.reason, failure.result)
     reading.checkpoint(failure.doc_id, page)

@@ -1,7 +1,6 @@
 """A finished document → its chunks, staged rows and Markdown/JSON exports.
 
-Called by the assemble stage for documents rebuilt from their checkpoints, and by the extract
-stage for documents it finishes itself (every page read from the text layer).
+Called by the assemble stage for documents rebuilt from their checkpoints.
 """
 
 from __future__ import annotations

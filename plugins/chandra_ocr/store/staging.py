@@ -51,12 +51,6 @@ def staged_schema() -> pa.Schema:
     return pa.schema([(t, pa.list_(pa.struct(list(arrow_schema(t))))) for t in DOCUMENT_TABLES])
 
 
-def to_arrow(table: str, rows: list[dict]) -> pa.Table:
-    """Rows → an Arrow table with exactly the columns and types of ``table``; unknown keys raise."""
-    _check_columns(table, rows)
-    return pa.Table.from_pylist(rows, schema=arrow_schema(table))
-
-
 def _check_columns(table: str, rows: list[dict]) -> None:
     extra = {k for row in rows[:1] for k in row} - set(arrow_schema(table).names)
     if extra:
