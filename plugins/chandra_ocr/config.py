@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.ocr.kinds import ENGINE_KINDS, check_engine, check_fallbacks  # noqa: F401  (re-exported)
+from chandra_ocr.ocr.kinds import check_engine, check_fallbacks
 
 T = TypeVar("T")
 

@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chandra_ocr.config import ENGINE_KINDS, IngestOptions
+from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.ocr.kinds import ENGINE_KINDS
 
 CLI, PARAM, ENV, OPTIONS = "cli", "param", "env", "options"  # the interfaces a setting can be part of
 INTERFACES = (CLI, PARAM, ENV, OPTIONS)
