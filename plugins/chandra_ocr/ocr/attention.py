@@ -2,8 +2,8 @@
 
 On Hopper vLLM 0.25 reads an FP8 KV cache with FlashAttention 3 unless told otherwise; its
 FLASHINFER backend decodes such a cache with FlashInfer's XQA kernel instead. Measured on one H100
-(``bench/results/gpu_h200.json``, session12: the olmOCR-2 shape, 1,024 pages at the corpus lengths,
-one lease): FP8 weights + FP8 KV 7.54 pages/s on FlashInfer against 7.18 on FlashAttention 3
+(``bench/results/gpu_h200.json``: the olmOCR-2 shape, 1,024 pages at the corpus lengths, one
+machine): FP8 weights + FP8 KV 7.54 pages/s on FlashInfer against 7.18 on FlashAttention 3
 (+5 %, the gain in the long-context decode steps); bf16 5.14 against 5.33, so a 16-bit cache keeps
 vLLM's choice.
 """
