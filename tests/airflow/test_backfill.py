@@ -22,7 +22,7 @@ def _checkpoints(kb, doc_id: str) -> dict[str, int]:
 
 def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
     # Discovery is name-ordered: with max_documents=3 the fourth file is never taken. The born-digital
-    # documents are read from their text layer alone: the OCR task writes them (no checkpoint).
+    # documents are read from their text layer alone: checkpointed by the OCR task, written by assemble.
     named = {"1_scanned": inputs.pdfs["scanned"], "2_born": inputs.pdfs["born_a"],
              "3_blocked": inputs.pdfs["born_b"], "4_broken": inputs.pdfs["broken_a"]}  # fmt: skip
     src, kb = landing(tmp_path / "landing", named), tmp_path / "kb"
@@ -34,15 +34,15 @@ def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
     failed = run_dag("chandra_ocr_backfill", **conf)
     assert failed.state == "failed", failed.tasks
     stages = failed.states("batch.compress") + failed.states("batch.extract")
-    assert stages.count("failed") == 1, failed.tasks  # the blocked document's batch, in the stage that writes
-    assert failed.states("batch.assemble").count("success") == 2 and failed.states("load") == [
-        "upstream_failed"
-    ]
+    assert stages.count("failed") == 0, failed.tasks
+    assembled = failed.states("batch.assemble")  # the blocked document's batch fails in the stage that writes
+    assert (assembled.count("failed"), assembled.count("success")) == (1, 2), failed.tasks
+    assert failed.states("load") == ["upstream_failed"]
     assert not layout.duckdb_path.exists()  # nothing half-loaded, no document quarantined for our disk
     scanned = _checkpoints(kb, _doc_id(src / "1_scanned.pdf"))
     assert scanned  # read, page by page, before the run failed
     born = _doc_id(src / "2_born.pdf")
-    assert list(layout.staging_root.glob(f"*/{born}.arrows"))  # written by its OCR task, for its run
+    assert list(layout.staging_root.glob(f"*/{born}.arrows"))  # written by its assemble task, for its run
 
     blocked.rmdir()
     resumed = run_dag("chandra_ocr_backfill", **conf)
