@@ -17,6 +17,7 @@ from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
 from chandra_ocr.tables.frames import frames
 from chandra_ocr.tables.page import page_tables
 from chandra_ocr.tables.rules import drawn_rules
+from chandra_ocr.testing.cell_match import anchor_grid
 
 TABULA = "tabula-java/src/test/resources/technology/tabula/"
 PLUMBER = "pdfplumber/tests/pdfs/"
@@ -31,16 +32,9 @@ def _tables(corpus, path: str, page_no: int = 1) -> list[Table]:
         return page_tables(page, read.blocks, textpage, read.stats.row_splits)[1]
 
 
-def _grid(table: Table) -> list[list[str]]:
-    grid = [[""] * table.n_cols for _ in range(table.n_rows)]
-    for c in table.cells:
-        grid[c.row][c.col] = c.text
-    return grid
-
-
 def _body(table: Table) -> list[list[str]]:
     header = {c.row for c in table.cells if c.is_header}
-    return [row for i, row in enumerate(_grid(table)) if i not in header]
+    return [row for i, row in enumerate(anchor_grid(table)) if i not in header]
 
 
 @pytest.mark.corpus
