@@ -13,7 +13,11 @@ pymupdf4llm is measured once when installed (`pip install pymupdf4llm`), in a ch
 importing it switches PyMuPDF features on for the whole process. The same is repeated (without
 pymupdf4llm) on ``--steady-pages`` pages, where a run's fixed cost (worker start, schema, load,
 run record) is spread over ten times more pages; that fixed cost itself is measured as the
-run over one 1-page document (``fixed_cost``).
+run over one 1-page document (``fixed_cost``). Each full pipeline run also records its CPU seconds
+in this process and in the workers, and the core-seconds left idle (``pipeline_cpu_s``); and how
+much two processes speed raw ``get_text()`` up on this machine is measured last
+(``two_process_speedup``: 2.0 when its two cores are whole), as the pipeline's two workers are
+held against one raw process.
 
 Files go under ``--work`` (default ``bench/.work``, not /tmp): on this machine /tmp sits on a
 journal-less ext4 where the test suite creates and deletes files by the thousand, and creating a
@@ -36,6 +40,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -122,12 +127,54 @@ def with_pymupdf4llm(files: list[Path]) -> float | None:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def pipeline(src: Path, kb: Path, workers: int, native_tables: bool) -> float:
+def pipeline(src: Path, kb: Path, workers: int, native_tables: bool, cpu: list[dict] | None = None) -> float:
+    """Seconds of one run; ``cpu`` gets its CPU seconds in this process and in the (reaped) workers."""
     pdf = PdfOptions(settle_seconds=0, workers=workers, native_tables=native_tables)
     options = IngestOptions(engine="text", pdf=pdf)
+    before = _cpu_seconds()
     t0 = time.perf_counter()
     run(src, kb, options)
-    return time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    if cpu is not None:
+        main, workers_cpu = (a - b for a, b in zip(_cpu_seconds(), before, strict=True))
+        idle = workers * seconds - main - workers_cpu  # core-seconds none of the processes used
+        cpu.append({"main": round(main, 3), "workers": round(workers_cpu, 3), "idle_core_s": round(idle, 3)})
+    return seconds
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    """(this process, its reaped children): user + system CPU seconds."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, children.ru_utime + children.ru_stime
+
+
+_RAW_PASSES = """
+import sys, time
+import pymupdf
+start_at, passes, files = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+while time.time() < start_at:
+    time.sleep(0.001)
+for _ in range(passes):
+    for f in files:
+        with pymupdf.open(f) as doc:
+            for page in doc:
+                page.get_text()
+print(time.time() - start_at)
+"""
+
+
+def two_process_speedup(files: list[Path], repeats: int) -> list[float]:
+    """How much faster two processes make two passes of raw ``get_text()`` over ``files`` than one
+    process (2.0: the two cores are whole), ``repeats`` times. Children start together at a set time,
+    so their imports are not timed."""
+
+    def timed(procs: int, passes: int) -> float:
+        start_at = time.time() + 1.5
+        argv = [sys.executable, "-c", _RAW_PASSES, str(start_at), str(passes), *map(str, files)]
+        children = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) for _ in range(procs)]
+        return max(float(c.communicate(timeout=600)[0].strip()) for c in children)
+
+    return [round(timed(1, 2) / timed(2, 1), 2) for _ in range(repeats)]
 
 
 def warm_up(sources: list[Path], workers: int, work: Path) -> None:
@@ -149,9 +196,10 @@ def measure(
     src.mkdir(parents=True)
     files, pages = make_copies(sources, pages, src)
     seconds: dict[str, list[float]] = {"raw": [], "full": [], "text_only": []}
+    cpu: list[dict] = []
     for i in range(repeats):
         settle()
-        seconds["full"].append(pipeline(src, work / f"kb-{i}", workers, native_tables=True))
+        seconds["full"].append(pipeline(src, work / f"kb-{i}", workers, native_tables=True, cpu=cpu))
         settle()
         seconds["text_only"].append(pipeline(src, work / f"kb-text-only-{i}", workers, native_tables=False))
         seconds["raw"].append(raw_pymupdf(files))
@@ -169,6 +217,7 @@ def measure(
         "ratio_pipeline_vs_raw": raw / full,
         "ratio_pipeline_without_native_tables_vs_raw": raw / text_only,
         "seconds": {k: [round(x, 3) for x in v] for k, v in seconds.items()},
+        "pipeline_cpu_s": cpu,
     }
 
 
@@ -270,6 +319,9 @@ def main() -> None:
                 measure(sources, n, args.workers, work / name, settle, repeats=args.repeats, with_llm=llm)
                 for n, name, llm in sizes
             ]
+            (work / "speedup").mkdir()
+            files, _ = make_copies(sources, args.pages, work / "speedup")
+            result["two_process_speedup"] = two_process_speedup(files, args.repeats)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {

@@ -1,6 +1,6 @@
 """Triage CPU per born-digital page (``time.process_time``, in-process), optionally against another tree.
 
-    .venv/bin/python -m bench.triage_cpu [--repeats 5] [--rounds 5] [--against OTHER/plugins]
+    .venv/bin/python -m bench.triage_cpu [--repeats 5] [--rounds 5] [--against OTHER/plugins] [--parts]
 
 Pages: docling's born-digital sources and pypdf's prose samples (crazyones, the two-column
 LaTeX sample) of ``shared/corpus``, triaged with the default ``PdfOptions`` (tables on). A
@@ -9,17 +9,26 @@ disturbed by other work on the machine). With ``--against``, this tree's ``chand
 other ``plugins`` folder's are measured in turn, each in a child process with that folder first on
 ``PYTHONPATH``, for ``--rounds`` rounds, and the ratio of their fastest and median CPU per page is
 printed: the change's cost, measured in one run.
+
+``--parts`` splits a page's triage CPU into MuPDF's text pass, reading the text blocks from it,
+MuPDF's drawing list and the rest of the table search, beside raw PyMuPDF ``get_text()`` on the
+same pages (fastest of ``--repeats`` passes each) → ``bench/results/triage_cpu_parts.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+
+import pymupdf
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -54,16 +63,74 @@ def measure(corpus: Path, repeats: int) -> float:
     return best / pages
 
 
+def parts(corpus: Path, repeats: int) -> dict[str, float]:
+    """CPU ms per page of each part of triage and of raw ``get_text()`` (fastest of ``repeats`` passes)."""
+    from chandra_ocr.pdf.text_layer import TEXT_FLAGS, read_page
+    from chandra_ocr.tables.page import page_tables
+
+    files = [str(f) for f in sources(corpus)]
+    clock = time.process_time
+
+    def one_pass() -> dict[str, float]:
+        names = ("text_pass", "text_blocks", "drawing_list", "table_search", "raw_get_text")
+        spent = dict.fromkeys(names, 0.0)
+        for f in files:
+            with pymupdf.open(f) as doc:
+                for page in doc:
+                    t0 = clock()
+                    textpage = page.get_textpage(flags=TEXT_FLAGS)
+                    t1 = clock()
+                    read = read_page(page, textpage)
+                    t2 = clock()
+                    page.get_cdrawings()
+                    t3 = clock()
+                    page_tables(page, read.blocks, textpage, read.stats.row_splits)  # draws the list again
+                    t4 = clock()
+                    spent["text_pass"] += t1 - t0
+                    spent["text_blocks"] += t2 - t1
+                    spent["drawing_list"] += t3 - t2
+                    spent["table_search"] += t4 - t3 - (t3 - t2)
+            t0 = clock()
+            with pymupdf.open(f) as doc:
+                for page in doc:
+                    page.get_text()
+            spent["raw_get_text"] += clock() - t0
+        return spent
+
+    n_pages = sum(pymupdf.open(f).page_count for f in files)
+    one_pass()  # imports, MuPDF's first use
+    best: dict[str, float] = {}
+    for _ in range(repeats):
+        for part, seconds in one_pass().items():
+            best[part] = min(best.get(part, float("inf")), seconds)
+    return {part: round(seconds * 1e3 / n_pages, 3) for part, seconds in best.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--against", type=Path, help="another tree's plugins folder")
+    ap.add_argument("--parts", action="store_true", help="triage CPU per part → triage_cpu_parts.json")
     ap.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)  # a child: seconds per page only
     args = ap.parse_args()
     if args.raw:
         print(measure(args.corpus, args.repeats))
+        return
+    if args.parts:
+        ms = parts(args.corpus, args.repeats)
+        machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "pymupdf": pymupdf.version[0]}
+        result = {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": machine,
+            "command": "python -m bench.triage_cpu --parts",
+            "repeats": args.repeats,
+            "ms_per_page": ms,
+        }
+        out = REPO / "bench" / "results" / "triage_cpu_parts.json"
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result, indent=2))
         return
     if args.against is None:
         print(f"{measure(args.corpus, args.repeats) * 1e3:.2f} ms/page")
