@@ -14,7 +14,7 @@ from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.passwords import load_passwords
-from chandra_ocr.sources.entry import GLOB_CHARS
+from chandra_ocr.sources.entry import is_glob
 from chandra_ocr.sources.local import LocalSource, candidates
 from chandra_ocr.sources.object_store import ObjectSource
 from chandra_ocr.sources.source import open_source
@@ -29,19 +29,19 @@ def check_source(source: str | Path | LocalSource | ObjectSource) -> None:
         src.check()
         return
     text = src.url
-    is_glob = bool(GLOB_CHARS & set(text))
+    glob = is_glob(text)
     path = Path(text)
-    if not is_glob and not path.exists():
+    if not glob and not path.exists():
         raise ConfigError(
             f"source {text} does not exist: give a folder of PDFs or a glob such as '/data/**/*.pdf'"
         )
-    if not is_glob and not path.is_dir():
+    if not glob and not path.is_dir():
         raise ConfigError(
             f"source {text} is a file, not a folder: give the folder it is in, or a glob such as "
             f"'{path.parent / '*.pdf'}'"
         )
     if not any(refusal is None for _, refusal in candidates(text)):
-        if is_glob:
+        if glob:
             raise ConfigError(f"source {text}: the pattern matches no file; check the folder and the pattern")
         raise ConfigError(
             f"source {text} holds no PDF file (*.pdf, searched recursively): put the PDFs there"

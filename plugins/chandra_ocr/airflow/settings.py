@@ -22,7 +22,7 @@ from typing import Any
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.run_settings import SETTINGS, convert, positive, run_env
-from chandra_ocr.sources.entry import GLOB_CHARS, is_url
+from chandra_ocr.sources.entry import is_glob, is_url
 from chandra_ocr.stages import RunContext
 from chandra_ocr.store.layout import KbLayout
 
@@ -203,7 +203,7 @@ def _absolute(path: str, base: Path) -> str:
         return text
     anchored = Path(text).expanduser()
     anchored = anchored if anchored.is_absolute() else base / anchored
-    if GLOB_CHARS & set(text):  # a glob: keep it, anchored like a path
+    if is_glob(text):  # a glob: keep it, anchored like a path
         return str(anchored)
     return str(anchored.resolve())
 

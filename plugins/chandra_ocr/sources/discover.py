@@ -12,7 +12,7 @@ from pathlib import Path
 
 from chandra_ocr.progress import Progress
 from chandra_ocr.sources.entries_table import SourceEntry, new_entry, read_entries, write_entries
-from chandra_ocr.sources.entry import GLOB_CHARS, Entry, Refused, is_url
+from chandra_ocr.sources.entry import Entry, Refused, is_glob, is_url
 from chandra_ocr.sources.local import LocalSource
 from chandra_ocr.sources.object_store import ObjectSource
 from chandra_ocr.sources.source import Source, fetch, hash_entry, open_source
@@ -80,7 +80,7 @@ def discover(
     window = _Window(time.time() if now is None else now, settle_seconds, modified_since, modified_until)
     walk = _Walk(src, layout, dict(known), read_entries(layout) if layout is not None else {}, window, rehash)
     complete = _list(walk, limit)
-    if complete and not GLOB_CHARS & set(src.url):
+    if complete and not is_glob(src.url):
         _forget_gone(walk)
     if layout is not None and (walk.result.hashed or walk.result.gone):
         write_entries(layout, walk.entries)

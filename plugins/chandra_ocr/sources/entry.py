@@ -14,6 +14,11 @@ _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 CHUNK_BYTES = 1 << 20
 
 
+def is_glob(text: str | Path) -> bool:
+    """True for a glob pattern (a ``GLOB_CHARS`` character in it), also for one path part."""
+    return bool(GLOB_CHARS & set(str(text)))
+
+
 def is_url(source: str | Path) -> bool:
     """True for ``scheme://…`` (an object store, or ``file://``); False for a local path or glob."""
     return bool(_URL.match(str(source)))

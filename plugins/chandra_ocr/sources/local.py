@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from chandra_ocr.sources.entry import GLOB_CHARS, Entry, Refused
+from chandra_ocr.sources.entry import Entry, Refused, is_glob
 
 
 class LocalSource:
@@ -42,7 +42,7 @@ class LocalSource:
 
 def candidates(source: str) -> Iterator[tuple[str, str | None]]:
     """(resolved path, None) for every candidate file, or (path as found, reason) for a refusal; lazy."""
-    if GLOB_CHARS & set(source):
+    if is_glob(source):
         yield from _glob_candidates(source)
         return
     root = Path(source)
@@ -83,7 +83,7 @@ def _walk(
 def _glob_candidates(pattern: str) -> Iterator[tuple[str, str | None]]:
     """Files matching ``pattern``, confined to the pattern's fixed leading folder."""
     parts = Path(pattern).parts
-    fixed = next(i for i, part in enumerate(parts) if GLOB_CHARS & set(part))
+    fixed = next(i for i, part in enumerate(parts) if is_glob(part))
     root = Path(*parts[:fixed]) if fixed else Path(".")
     root_real = Path(os.path.realpath(root))
     for match in sorted(glob.glob(pattern, recursive=True)):

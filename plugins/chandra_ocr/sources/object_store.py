@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, BinaryIO
 
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.sources.entry import CHUNK_BYTES, GLOB_CHARS, Entry, Refused
+from chandra_ocr.sources.entry import CHUNK_BYTES, Entry, Refused, is_glob
 
 
 class ObjectSource:
@@ -60,7 +60,7 @@ class ObjectSource:
         """Every ``*.pdf`` under the prefix (or matching the glob), in key order; one paginated listing."""
         self.fs.invalidate_cache()  # a long-lived filesystem object would list from its cache
         try:
-            if GLOB_CHARS & set(self.root):
+            if is_glob(self.root):
                 found = self.fs.glob(self.root, detail=True)
             else:
                 found = self.fs.find(self.root, detail=True)
