@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from chandra_ocr.ocr.server_process import free_port
 from chandra_ocr.testing.processes import stop_process_group
 
 POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
@@ -51,18 +51,12 @@ class S3Server:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def s3_server(ready_s: float = 60.0) -> Iterator[S3Server]:
     """Start the emulator, wait (up to ``ready_s``) until it answers, create a user; stop it after."""
     import boto3
 
-    port = _free_port()
+    port = free_port()
     env = os.environ | {"INITIAL_NO_AUTH_ACTION_COUNT": "3", "MOTO_PORT": str(port)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
