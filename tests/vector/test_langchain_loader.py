@@ -74,8 +74,9 @@ def test_feed_prints_summaries_for_the_index_and_for_a_configured_store(kb, tmp_
     pytest.importorskip("lancedb", reason="needs the 'lancedb' extra")
     lines = _feed(["feed", "--kb", str(kb.root)])
     assert lines[0].startswith("outbox: export 1 → ") and lines[0].endswith("(5 upserts, 0 deletes)")
+    assert lines[1] == "search index: 1 outbox file(s) applied: 5 upserts, 0 deleted; 5 chunks in all"
     assert (
-        lines[1]
+        lines[2]
         == "vector index: 1 outbox file(s) applied: 5 chunks embedded (0 reused), 0 deleted; 5 vectors in all"
     )
     kwargs = {"uri": str(tmp_path / "lance"), "table_name": "kb", "mode": "append"}
@@ -83,6 +84,7 @@ def test_feed_prints_summaries_for_the_index_and_for_a_configured_store(kb, tmp_
     lines = _feed(["feed", "--kb", str(kb.root), "--target", json.dumps(target)])
     assert lines == [
         "outbox: nothing changed since the last export",
+        "search index: up to date, 5 chunks",
         "vector store lance: 1 outbox file(s) applied: 5 chunks written, 0 unchanged skipped, 0 deleted; "
         "5 chunks in all",
     ]

@@ -17,6 +17,7 @@ from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.store.table_view import resolve_document
 from chandra_ocr.vector.consumer import apply_outbox, search_index
 from chandra_ocr.vector.index import count, open_index
+from chandra_ocr.vector.lexical_index import apply_lexical
 from chandra_ocr.vector.outbox import export_changes
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -39,6 +40,7 @@ def fed(corpus, tmp_path_factory, embedder):
     layout = KbLayout(tmp_path_factory.mktemp("kb"))
     run(src, layout.root, OPTIONS)
     export = export_changes(layout)
+    apply_lexical(layout, layout.root / "vector")
     counts = apply_outbox(layout, layout.root / "vector", embedder=embedder)
     return layout, export, counts
 

@@ -9,13 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import Context
-from airflow.sdk.exceptions import AirflowSkipException
 
 from chandra_ocr.airflow.operators import ConfiguredOperator
 from chandra_ocr.airflow.preflight import triggering_kbs
 from chandra_ocr.airflow.settings import DagSettings, RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
-from chandra_ocr.vector.feed import VectorFeed, embedding_runtime_installed
+from chandra_ocr.vector.feed import VectorFeed
 from chandra_ocr.vector.outbox import export_changes
 from chandra_ocr.vector.target import CONN_ENV, VectorTarget
 
@@ -80,15 +79,12 @@ class VectorIndexOperator(ConfiguredOperator):
         self.target_conn_id = target_conn_id
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        target = self._target()
-        if target is None and not embedding_runtime_installed():
-            raise AirflowSkipException("vector index skipped: install the 'embed' extra")
-        feed = VectorFeed(target)
+        feed = VectorFeed(self._target())
         out = []
         for kb in sorted({e["kb"] for e in rendered(self.exports)}):
             counts = feed(self._layout(kb))
             log.info("%s: %s", kb, counts.summary())
-            out.append({"kb": kb} | dataclasses.asdict(counts))
+            out.append({"kb": kb} | dataclasses.asdict(counts))  # small: counts only
         return out
 
     def _layout(self, kb: str):

@@ -17,6 +17,7 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from chandra_ocr.document import indexed_text
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector.chunk_records import chunk_metadata, read_chunks
 from chandra_ocr.vector.embedder import Embedder, EmbedOptions
@@ -25,8 +26,10 @@ from chandra_ocr.vector.embedder import Embedder, EmbedOptions
 class KnowledgeBaseLoader(BaseLoader):
     """The knowledge base's current chunks as LangChain Documents, read lazily from ``kb.duckdb``.
 
-    Each Document has ``id = chunk_id`` and metadata ``chunk_id, doc_id, file_name, source_uri,
-    chunk_no, kind, page_start, page_end, header_path, bboxes, n_tokens, content_hash``;
+    Each Document has ``id = chunk_id``, the chunk's context and text as ``page_content`` (what a store
+    embeds; the text alone is the part after the context's lines) and metadata ``chunk_id, doc_id,
+    file_name, source_uri, chunk_no, kind, page_start, page_end, header_path, bboxes, n_tokens,
+    content_hash, context``;
     ``flat_metadata=True`` makes every value a str or int (for stores that accept only scalars).
     ``docs`` (doc_ids or file names), ``runs`` (run ids) and ``kinds`` filter; None means all.
     """
@@ -47,7 +50,7 @@ class KnowledgeBaseLoader(BaseLoader):
     def lazy_load(self) -> Iterator[Document]:
         for text, row in read_chunks(self.layout, docs=self.docs, runs=self.runs, kinds=self.kinds):
             meta = chunk_metadata(row, flat=self.flat_metadata)
-            yield Document(page_content=text, metadata=meta, id=row["chunk_id"])
+            yield Document(page_content=indexed_text(row["context"], text), metadata=meta, id=row["chunk_id"])
 
 
 class KnowledgeBaseEmbeddings(Embeddings):

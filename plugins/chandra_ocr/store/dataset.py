@@ -78,27 +78,29 @@ def newest_mark(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def live_rows_sql(layout: KbLayout, files: list[DataFile], newest: int) -> str:
-    """A SELECT of the rows of ``files`` that still count (``newest``: ``newest_mark``): files without
-    superseded documents are read together, every other one alone, less the documents superseded
-    after it was written."""
+    """A SELECT of the rows of ``files`` (of one table) that still count (``newest``: ``newest_mark``):
+    files without superseded documents are read together, every other one alone, less the documents
+    superseded after it was written. Columns are matched by name and the table's shape comes first, so
+    files written before a column was added read it as NULL."""
     clean = [f for f in files if f.gen >= newest]
-    parts = []
+    parts = [f"SELECT * FROM kb_shape.{files[0].table}"] if files else []  # a fixed identifier
     if clean:
-        parts.append(
-            f"SELECT * FROM read_parquet([{', '.join(quote(str(f.snapshot(layout))) for f in clean)}])"
-        )
+        listed = ", ".join(quote(str(f.snapshot(layout))) for f in clean)
+        parts.append(f"SELECT * FROM read_parquet([{listed}], union_by_name = true)")
     for f in files:
         if f.gen < newest:
             parts.append(
                 f"SELECT * FROM read_parquet({quote(str(f.snapshot(layout)))}) "
                 f"WHERE doc_id NOT IN (SELECT doc_id FROM kb_superseded WHERE gen > {int(f.gen)})"
             )
-    return "\nUNION ALL\n".join(parts)
+    return "\nUNION ALL BY NAME\n".join(parts)
 
 
 def create_shapes(con: duckdb.DuckDBPyConnection) -> None:
-    """Schema ``kb_shape``: each dataset table empty, with its column types (a view without files)."""
-    con.execute("CREATE SCHEMA IF NOT EXISTS kb_shape")
+    """Schema ``kb_shape``: each dataset table empty, with its column types (a view without files);
+    made anew, so a column added to sql/001_schema.sql reaches the views of an existing KB."""
+    con.execute("DROP SCHEMA IF EXISTS kb_shape CASCADE")
+    con.execute("CREATE SCHEMA kb_shape")
     con.execute(dataset_ddl("kb_shape"))
 
 

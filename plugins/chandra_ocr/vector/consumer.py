@@ -11,19 +11,18 @@ index at the last whole file; the next call resumes there.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from chandra_ocr.errors import StoreError
+from chandra_ocr.document import indexed_text
 from chandra_ocr.store.duckdb_store import transaction
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector.embedder import Embedder
 from chandra_ocr.vector.index import COLUMNS, EXACT_SEARCH_LIMIT, Hit, last_applied, open_index, search
+from chandra_ocr.vector.outbox import pending_files, read_export
 
 log = logging.getLogger(__name__)
 
@@ -61,17 +60,6 @@ def default_index_dir(layout: KbLayout) -> Path:
     return layout.root / "vector"
 
 
-def pending_files(layout: KbLayout, feed: str, after: int) -> list[tuple[int, Path]]:
-    """(export_no, path) of the outbox files of ``feed`` numbered above ``after``, in order."""
-    pattern = re.compile(rf"{re.escape(feed)}-(\d{{6,}})\.parquet")
-    found = []
-    for path in layout.outbox().glob(f"{feed}-*.parquet"):
-        m = pattern.fullmatch(path.name)
-        if m and int(m.group(1)) > after:
-            found.append((int(m.group(1)), path))
-    return sorted(found)
-
-
 def apply_outbox(
     layout: KbLayout, index_dir: Path | None = None, *, feed: str = "vector", embedder: Embedder | None = None
 ) -> ApplyCounts:
@@ -105,10 +93,7 @@ def _apply_file(
     con: duckdb.DuckDBPyConnection, embedder: Embedder, feed: str, export_no: int, path: Path
 ) -> tuple[int, int, int]:
     """Apply one outbox file in one transaction; returns (upserts, deletes, embedded)."""
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowException) as e:
-        raise StoreError(f"cannot read outbox file {path}: {e}") from e
+    table = read_export(path)
     ops = table.column("op").to_pylist()
     deletes = table.filter(pa.array([op == "delete" for op in ops]))
     upserts = table.filter(pa.array([op == "upsert" for op in ops])).select(COLUMNS.split(", "))
@@ -120,7 +105,8 @@ def _apply_file(
             con.execute("DELETE FROM vectors WHERE chunk_id IN (SELECT chunk_id FROM outbox_deletes)")
             dim = embedder.dim
             con.execute(
-                f"INSERT OR REPLACE INTO vectors SELECT {COLUMNS}, embedding::FLOAT[{dim}], now() FROM staged"
+                f"INSERT OR REPLACE INTO vectors BY NAME SELECT {COLUMNS}, "
+                f"embedding::FLOAT[{dim}] AS embedding, now() AS embedded_at FROM staged"
             )
             con.execute("DROP TABLE staged")
             con.execute(
@@ -153,13 +139,13 @@ def _stage(con: duckdb.DuckDBPyConnection, embedder: Embedder) -> int:
             FROM outbox_upserts u"""
     )
     missing = con.execute(
-        "SELECT chunk_id, text FROM staged WHERE embedding IS NULL ORDER BY chunk_id"
+        "SELECT chunk_id, context, text FROM staged WHERE embedding IS NULL ORDER BY chunk_id"
     ).fetchall()
     if missing:
-        vectors = embedder.embed([text or "" for _, text in missing])
+        vectors = embedder.embed([indexed_text(context, text or "") for _, context, text in missing])
         fresh = pa.table(
             {
-                "chunk_id": [cid for cid, _ in missing],
+                "chunk_id": [cid for cid, *_ in missing],
                 "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), dim),
             }
         )

@@ -29,11 +29,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from chandra_ocr.document import indexed_text
 from chandra_ocr.errors import ConfigError, StoreError
 from chandra_ocr.store.duckdb_store import transaction
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector.chunk_records import chunk_metadata
-from chandra_ocr.vector.consumer import default_index_dir, pending_files
+from chandra_ocr.vector.consumer import default_index_dir
+from chandra_ocr.vector.outbox import pending_files
 
 if TYPE_CHECKING:
     from langchain_core.vectorstores import VectorStore
@@ -189,7 +191,7 @@ def _fingerprints(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, s
 
 def _record(row: dict[str, Any]) -> tuple[str, str, dict[str, Any], str]:
     """(chunk_id, text, flat metadata, fingerprint) of one upsert row."""
-    text = row["text"] or ""
+    text = indexed_text(row.get("context"), row["text"] or "")
     meta = chunk_metadata(row, flat=True)
     payload = json.dumps([text, meta], sort_keys=True, ensure_ascii=False)
     return row["chunk_id"], text, meta, hashlib.sha256(payload.encode("utf-8")).hexdigest()
