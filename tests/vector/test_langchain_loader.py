@@ -15,7 +15,11 @@ from chandra_ocr.store.layout import KbLayout
 
 pytest.importorskip("langchain_core", reason="the loader needs the 'langchain' extra")
 
-from chandra_ocr.integrations.langchain import KnowledgeBaseEmbeddings, KnowledgeBaseLoader  # noqa: E402
+from chandra_ocr.integrations.langchain import (  # noqa: E402
+    KnowledgeBaseEmbeddings,
+    KnowledgeBaseLoader,
+    KnowledgeBaseRetriever,
+)
 
 DOCS = {"d1": ["alpha", "beta"], "d2": ["gamma"], "d3": ["delta", "epsilon"]}
 
@@ -93,3 +97,17 @@ def test_feed_prints_summaries_for_the_index_and_for_a_configured_store(kb, tmp_
     assert (
         found[0].startswith("1. ") and "d3.pdf  p. 1  [text] H" in found[0] and found[1].strip() == "epsilon"
     )
+
+
+def test_the_retriever_is_the_cli_search(kb):
+    _feed(["feed", "--kb", str(kb.root)])
+    found = KnowledgeBaseRetriever(kb=str(kb.root), k=2).invoke("epsilon")
+    printed = _feed(["search", "--kb", str(kb.root), "epsilon", "-k", "2"])
+    assert found[0].id == "d3-epsilon" and found[0].page_content == "epsilon"
+    assert found[0].metadata["file_name"] == "d3.pdf" and found[0].metadata["page_start"] == 1
+    assert all(
+        f"{d.metadata['file_name']}  p. 1" in line for d, line in zip(found, printed[::2], strict=True)
+    )
+    assert (
+        len(found) == 2 and found[1].metadata["doc_id"] != "d3"
+    )  # the other chunk of d3's page is not listed

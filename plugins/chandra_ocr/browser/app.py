@@ -51,27 +51,25 @@ class KbTarget:
 
 
 class _Search:
-    """The vector index search of ``chandra-ingest search``, with one embedder loaded on first use."""
+    """The search of ``chandra-ingest search`` (``search_kb``), with one embedder loaded on first use."""
 
     def __init__(self) -> None:
         self._embedder: Any = None
         self._lock = threading.Lock()
 
     def hits(self, layout: KbLayout, question: str, k: int) -> tuple[list[Any], str | None]:
-        """(hits, None), or ([], why there are none)."""
-        from chandra_ocr.vector.consumer import default_index_dir, search_index
-        from chandra_ocr.vector.index import index_path
+        """(hits, None), or (hits, a note: why there are none, or why they match words only)."""
+        from chandra_ocr.vector.feed import embedding_runtime_installed
+        from chandra_ocr.vector.search import search_kb
 
-        index_dir = default_index_dir(layout)
-        if not index_path(index_dir).is_file():
-            return [], f"no vector index yet: run `chandra-ingest feed --kb {layout.root}` to build it"
         try:
             with self._lock:
-                if self._embedder is None:
+                if self._embedder is None and embedding_runtime_installed():
                     from chandra_ocr.vector.embedder import Embedder
 
                     self._embedder = Embedder()
-                return search_index(index_dir, question, self._embedder, k=k), None
+                result = search_kb(layout, question, k, embedder=self._embedder)
+                return result.hits, result.note
         except ConfigError as e:
             return [], str(e)
 

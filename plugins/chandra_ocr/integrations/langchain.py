@@ -1,8 +1,10 @@
-"""LangChain adapters: a document loader over the knowledge base and the bundled embedding model.
+"""LangChain adapters: a retriever and a document loader over the knowledge base, and the bundled
+embedding model.
 
     from chandra_ocr.integrations.langchain import KnowledgeBaseEmbeddings, KnowledgeBaseLoader
     docs = KnowledgeBaseLoader("kb", kinds=["table"]).lazy_load()
     store.add_documents(list(docs), ids=[d.id for d in docs])
+    KnowledgeBaseRetriever(kb="kb", k=5).invoke("What were 2019 capital expenditures?")
 
 Needs the ``langchain`` extra (langchain-core). For incremental syncing into a store keyed by
 ``chunk_id`` use ``chandra_ocr.vector.sync`` (``chandra-ingest feed --target``), not a reload.
@@ -12,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
 
 from chandra_ocr.document import indexed_text
 from chandra_ocr.store.layout import KbLayout
@@ -74,3 +78,34 @@ class KnowledgeBaseEmbeddings(Embeddings):
         if self._embedder is None:
             self._embedder = Embedder(self._options).start()
         return self._embedder
+
+
+class KnowledgeBaseRetriever(BaseRetriever):
+    """``chandra-ingest search`` as a LangChain retriever: words (BM25) and meaning fused, a page once.
+
+    ``kb`` is the knowledge-base folder the feed has indexed; ``k`` the documents returned; ``doc`` a
+    file name or doc_id to search one document; ``store`` a LangChain vector store synced by the feed
+    (``feed --target``) to take the dense ranking from instead of the embedded index. Each Document is
+    a chunk: its text as ``page_content``, metadata ``chunk_id, doc_id, file_name, page_start,
+    page_end, kind, header_path, context, score``.
+    """
+
+    kb: str
+    k: int = 5
+    doc: str | None = None
+    store: Any = None
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any = None) -> list[Document]:
+        from chandra_ocr.vector.search import search_kb
+
+        result = search_kb(KbLayout(Path(self.kb)), query, self.k, doc=self.doc, store=self.store)
+        return [
+            Document(
+                page_content=h.text,
+                id=h.chunk_id,
+                metadata={"chunk_id": h.chunk_id, "doc_id": h.doc_id, "file_name": h.file_name,
+                          "page_start": h.page_start, "page_end": h.page_end, "kind": h.kind,
+                          "header_path": list(h.header_path), "context": h.context, "score": h.score},
+            )  # fmt: skip
+            for h in result.hits
+        ]
