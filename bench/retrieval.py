@@ -131,7 +131,9 @@ class Ranker:
 
     def fused(self, question: str, qvec: np.ndarray, doc: str | None) -> list[str]:
         ranked = hybrid.fuse([self.bm25(question, doc), self.dense(qvec, doc)])
-        return hybrid.one_per_page(ranked, lambda cid: _page_key(self.by_id[cid]))
+        return [
+            cid for cid, _ in hybrid.by_page([c for c, _ in ranked], lambda cid: _page_key(self.by_id[cid]))
+        ]
 
     def units_of(self, ids: list[str]) -> list[Unit]:
         return [self.by_id[i] for i in ids]
@@ -188,7 +190,8 @@ class Vectors:
         self.embedded = 0
 
     def __call__(self, texts: list[str]) -> np.ndarray:
-        keys = [hashlib.sha1(f"{self.embedder.name}\0{t}".encode()).hexdigest() for t in texts]
+        model = repr(self.embedder.options)  # the model and how it runs (vectors of two setups never mix)
+        keys = [hashlib.sha1(f"{model}\0{t}".encode()).hexdigest() for t in texts]
         have = dict(self.con.execute("SELECT key, v FROM emb WHERE list_contains(?, key)", [keys]).fetchall())
         missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in have}.items())
         for start in range(0, len(missing), 512):

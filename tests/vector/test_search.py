@@ -149,4 +149,10 @@ def test_fused_search_lists_each_page_once(tmp_path, embedder):
 def test_reciprocal_rank_fusion_prefers_what_both_rankings_hold():
     fused = hybrid.fuse([["a", "b", "c"], ["c", "d", "a"]])
     assert [item for item, _ in fused][:2] == ["a", "c"]
-    assert hybrid.one_per_page(fused, lambda item: item in ("a", "c")) == ["a", "b"]
+
+
+def test_a_page_found_by_several_chunks_outranks_one_found_once_a_little_higher():
+    page = {"x1": "x", "y1": "y", "x2": "x", "x3": "x", "z1": "z"}
+    ranked = hybrid.by_page(["y1", "x1", "x2", "z1", "x3"], page.__getitem__)
+    assert [item for item, _ in ranked] == ["x1", "y1", "z1"]  # each page once, by its best chunk
+    assert ranked[0][1] > ranked[1][1] > ranked[2][1]

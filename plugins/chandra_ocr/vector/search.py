@@ -3,9 +3,9 @@
 ``search_kb`` is what ``chandra-ingest search``, the browser's Search page and the LangChain retriever
 call. It ranks ``DEPTH`` chunks by BM25 (``lexical_index``) and ``DEPTH`` by the embedding model,
 from the embedded vector index or from a LangChain store when one is given, fuses the two by
-reciprocal rank (``hybrid``) and keeps the best chunk of each page, so a page (and a table on it)
-is listed once. Without an embedding runtime (the ``embed`` extra) or a vector index it ranks by
-BM25 alone and says why in ``SearchResult.note``.
+reciprocal rank and ranks pages by the chunks of each found there (``hybrid``), so a page (and a
+table on it) is listed once, by its best chunk. Without an embedding runtime (the ``embed`` extra)
+or a vector index it ranks by BM25 alone and says why in ``SearchResult.note``.
 """
 
 from __future__ import annotations
@@ -64,9 +64,8 @@ def search_kb(
     dense, note = _dense(index_dir, question, doc_id, store, embedder)
     by_id = {h.chunk_id: h for h in (*dense, *lexical)}
     fused = hybrid.fuse([[h.chunk_id for h in lexical], [h.chunk_id for h in dense]])
-    scores = dict(fused)
-    best = hybrid.one_per_page(fused, lambda cid: (by_id[cid].doc_id, by_id[cid].page_start))
-    return SearchResult([replace(by_id[cid], score=scores[cid]) for cid in best[:k]], note)
+    pages = hybrid.by_page([cid for cid, _ in fused], lambda cid: (by_id[cid].doc_id, by_id[cid].page_start))
+    return SearchResult([replace(by_id[cid], score=score) for cid, score in pages[:k]], note)
 
 
 def _doc_id(con: Any, doc: str) -> str:
