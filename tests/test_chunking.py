@@ -246,3 +246,24 @@ def test_text_chunks_of_table_pages_keep_the_limit(corpus, path):
         if chunk.n_tokens > max_tokens:
             assert chunk.kind == "table", chunk.text[:200]
             assert token_count(chunk.text.splitlines()[-1]) > max_tokens // 2, chunk.text[:300]
+
+
+def test_a_row_of_years_under_a_date_header_names_the_columns():
+    cells = (
+        TableCell(0, 1, "MAY 31,", colspan=2, is_header=True),
+        TableCell(1, 0, "(Dollars in millions)"),
+        TableCell(1, 1, "2019"),
+        TableCell(1, 2, "2018"),
+        TableCell(2, 0, "Total current assets"),
+        TableCell(2, 1, "16,525"),
+        TableCell(2, 2, "15,134"),
+    )
+    table = Table(1, (0, 0, 10, 10), 3, 3, ("", "MAY 31,", "MAY 31,"), "native", cells)
+    doc = _table_doc([["a", "b"], ["c", "d"]])
+    doc.pages[0].tables = [table]
+    (chunk,) = [c for c in chunk_document(doc, ChunkOptions()) if c.kind == "table"]
+    assert chunk.text.splitlines()[1:] == [
+        "(Dollars in millions)",
+        "Columns: MAY 31, / 2019; MAY 31, / 2018",
+        "Total current assets — 2019: 16,525; 2018: 15,134",
+    ]

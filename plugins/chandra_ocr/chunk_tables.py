@@ -24,6 +24,7 @@ from chandra_ocr.document import Table
 from chandra_ocr.tables.markup import grid
 
 _SIGN = re.compile(r"^[\s$€£¥%()—–-]*$")  # no text of its own: currency, percent, parentheses, dashes
+_YEAR = re.compile(r"^(?:fiscal\s+)?(?:19|20)\d\d$", re.IGNORECASE)
 _TRAILING_SIGN = re.compile(r"\s*[$€£¥]+$")
 _NUMBER = re.compile(r"^[\s$€£¥(+\-−–—]*[\d.,]+[\s%)]*$|^[\s—–-]+$")
 
@@ -51,10 +52,14 @@ class TableText:
         while (
             label_cols
             and len(body) > 1
-            and _unlabelled(body[0], label_cols)
-            and any(not _unlabelled(row, label_cols) for row in body[1:])
-        ):
-            header.append(body.pop(0))  # a row without a row label above labelled rows: a header row
+            and _header_like(body[0], label_cols)
+            and any(not _header_like(row, label_cols) for row in body[1:])
+        ):  # a row without a label, or of years alone, above the data rows: a header row
+            row = body.pop(0)
+            label = " ".join(t for t in row[:label_cols] if t)
+            if label and label not in title:
+                title.append(label)  # "(Dollars in millions)" beside the years
+            header.append([""] * label_cols + row[label_cols:])
         names = _column_names(header, table.n_cols)
         short = _without_shared_part(names, label_cols)
         rows = tuple(line for row in body if (line := _row_line(row, short, label_cols)))
@@ -85,8 +90,12 @@ def _title_text(row: list[str], label_cols: int) -> str | None:
     return text if filled[0] < max(label_cols, 1) else None
 
 
-def _unlabelled(row: list[str], label_cols: int) -> bool:
-    return not any(row[:label_cols]) and any(row[label_cols:])
+def _header_like(row: list[str], label_cols: int) -> bool:
+    """A row of column labels: values but no row label, or values that are all years."""
+    values = [t for t in row[label_cols:] if t and not _SIGN.match(t)]
+    if not values:
+        return False
+    return not any(row[:label_cols]) or all(_YEAR.match(t) for t in values)
 
 
 def _column_names(header: list[list[str]], n_cols: int) -> list[str]:

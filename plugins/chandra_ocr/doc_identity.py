@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from chandra_ocr.document import Document
 
 FIRST_PAGES = 3
+RUNNING_SHARE = 0.25  # a running line naming the document is on at least this share of its pages
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
     r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
@@ -35,6 +36,7 @@ _KIND = re.compile(r"\b(?P<kind>annual|quarterly|current|transition)\s+report\b"
 _REGISTRANT = re.compile(r"\(\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.IGNORECASE)
 _RULE = re.compile(r"\||_{3,}|\.{4,}|\bcommission\s+file\s+(?:number|no\.?)\s*:?\s*[\d-]+", re.IGNORECASE)
 _YEAR = re.compile(r"\d{4}$")
+_FILE_NUMBER = re.compile(r"\bcommission\s+file\s+(?:number|no\.?)\s*:?\s*[\d-]+", re.IGNORECASE)
 _NOT_A_NAME = re.compile(r"(?:part|item|section|chapter|page|table\s+of\s+contents|index)\b", re.IGNORECASE)
 
 
@@ -79,17 +81,28 @@ def _first_lines(doc: Document) -> list[str]:
 
 def _registrant(lines: list[str]) -> str | None:
     """A filing's registrant: the text before "(Exact name of registrant …)" on its line, else the line
-    before."""
+    before; on a cover without that phrase, the name after the commission file number."""
     for i, line in enumerate(lines):
         m = _REGISTRANT.search(line)
         if not m:
             continue
-        before = _RULE.split(line[: m.start()])[-1].strip(" ,:")
+        before = _name(line[: m.start()])
         if not before and i > 0:
-            before = _RULE.split(lines[i - 1])[-1].strip(" ,:")
-        if 2 <= len(before) <= 100:
+            before = _name(lines[i - 1])
+        if before:
             return before
+    for i, line in enumerate(lines):
+        m = _FILE_NUMBER.search(line)
+        if m:
+            return _name(line[m.end() :]) or (_name(lines[i + 1]) if i + 1 < len(lines) else None)
     return None
+
+
+def _name(text: str) -> str | None:
+    """The last part of ``text`` between rules, separators and file numbers, if it reads as a name."""
+    name = _RULE.split(text)[-1].strip(" ,:")
+    letters = sum(ch.isalpha() for ch in name)
+    return name if 2 <= len(name) <= 100 and letters * 2 > len(name.replace(" ", "")) else None
 
 
 def _running_name(doc: Document) -> str | None:
@@ -103,7 +116,8 @@ def _running_name(doc: Document) -> str | None:
                     text.replace(" ", "")
                 ):
                     counts[text] += 1
-    common = [t for t, n in counts.most_common() if n >= 2 and not _NOT_A_NAME.match(t)]
+    need = max(2, RUNNING_SHARE * len(doc.pages))
+    common = [t for t, n in counts.most_common() if n >= need and not _NOT_A_NAME.match(t)]
     return common[0] if common else None
 
 
