@@ -26,7 +26,7 @@ def test_a_filing_cover_names_registrant_form_and_fiscal_year():
             ("text", "For the fiscal year ended February 2, 2019"),
             (
                 "text",
-                "Commission file number 1-9595 ______ BEST BUY CO., INC. (Exact name of registrant as specified)",
+                "Commission file number 1-9595 ___ BEST BUY CO., INC. (Exact name of registrant as …)",
             ),
         ]
     )
