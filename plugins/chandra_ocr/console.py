@@ -85,12 +85,16 @@ def refused_sql() -> Iterator[None]:
         if "base table" in what:  # DELETE/UPDATE/INSERT on a dataset table (a view over Parquet files)
             what = f"the knowledge base is read-only here: {what}"
         if "read-only" in what:
-            hint = "`query` only reads; documents are removed with `chandra-ingest forget`"
-        elif isinstance(e, duckdb.DataError):  # a value that does not convert, e.g. a table cell cast
-            hint = "TRY_CAST(value AS DOUBLE) gives NULL where a value does not convert"
+            hint = "\nhint: `query` only reads; documents are removed with `chandra-ingest forget`"
+        elif isinstance(e, duckdb.ConversionException):  # a value that does not convert, e.g. a cell cast
+            hint = "\nhint: TRY_CAST(value AS DOUBLE) gives NULL where a value does not convert"
+        elif isinstance(e, duckdb.DataError):  # an overflow, a value out of range: the message says it all
+            hint = ""
         else:
-            hint = 'list the tables with "SHOW TABLES" and a table\'s columns with "DESCRIBE documents"'
-        raise QueryError(f"the query failed: {what}\nhint: {hint}") from None
+            hint = (
+                '\nhint: list the tables with "SHOW TABLES" and a table\'s columns with "DESCRIBE documents"'
+            )
+        raise QueryError(f"the query failed: {what}{hint}") from None
     except duckdb.IOException as e:  # a file the query reads is missing or unreadable
         raise StoreError(f"the query failed reading its files: {_first_part(e)}") from None
 
