@@ -302,10 +302,11 @@ def group_rss_gib(pgid: int | None) -> float | None:
 
 
 def _gauge(text: str, name: str) -> float:
-    """The sum of a vLLM gauge's series in Prometheus text (``vllm:<name>{...} value``)."""
+    """The sum of a vLLM gauge's series in Prometheus text (``vllm:<name>{...} value``; not the
+    gauges whose names extend it, such as ``num_requests_waiting_by_reason``)."""
     total = 0.0
     for line in text.splitlines():
-        if line.startswith(f"vllm:{name}"):
+        if line.startswith((f"vllm:{name}{{", f"vllm:{name} ")):
             total += float(line.rsplit(" ", 1)[1])
     return total
 

@@ -18,10 +18,11 @@ import argparse
 import json
 import math
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.gpu import scheduling as gs
+from chandra_ocr.ocr.capacity import in_flight_per_task, tasks_per_gpu
 
 REPO = Path(__file__).resolve().parents[1]
 # Step time of the H100's olmOCR-2 bf16 engine: ms per step by running pages (session 13's table) and
@@ -120,10 +121,10 @@ def one_process(server: Server, lengths: list[int]) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--pages", type=int, default=2000)
-    p.add_argument("--seqs", default="176,248,368,416,512")
-    p.add_argument("--batch-pages", default="50,100,200")
-    p.add_argument("--gaps", default="3,10")
+    p.add_argument("--pages", type=int, default=6000)
+    p.add_argument("--seqs", default="176,368,512", help="max_num_seqs: L40S, H100, H200 (olmocr2)")
+    p.add_argument("--batch-pages", default="100,200")
+    p.add_argument("--gap-s", type=float, default=3.0, help="a slot's gap between two tasks")
     p.add_argument("--lengths", type=Path, default=REPO / "bench" / "results" / "page_lengths.json")
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "warm_capacity.json")
     args = p.parse_args()
@@ -134,16 +135,19 @@ def main() -> None:
         server = Server(seqs)
         base = args.pages / one_process(server, lengths)
         for pages in map(int, args.batch_pages.split(",")):
-            for gap in map(float, args.gaps.split(",")):
-                for tasks in range(1, 3 * math.ceil(seqs / pages) + 3):
-                    for in_flight in sorted({pages, math.ceil(1.25 * seqs / tasks)}):
-                        design = Design(tasks, pages, min(in_flight, pages), gap)
-                        rate = args.pages / simulate(server, design, lengths)
-                        rows.append(asdict(design) | {"max_num_seqs": seqs, "pages_per_s": round(rate, 3),
-                                                      "over_one_process": round(rate / base, 3)})  # fmt: skip
-                        print(json.dumps(rows[-1]), flush=True)
-    args.out.write_text(json.dumps({"what": __doc__.split("\n")[0], "step_ms": STEP_MS, "pages": args.pages,
-                                    "rows": rows}, indent=1) + "\n")  # fmt: skip
+            rule = tasks_per_gpu(seqs, pages)
+            for tasks in sorted({4, 8, math.ceil(rule / 2), rule - 2, rule, rule + 4}):
+                for capped in (False, True):
+                    in_flight = min(pages, in_flight_per_task(seqs, tasks)) if capped else pages
+                    rate = args.pages / simulate(server, Design(tasks, pages, in_flight, args.gap_s), lengths)
+                    rows.append({"max_num_seqs": seqs, "batch_pages": pages, "tasks": tasks,
+                                 "rule": tasks == rule, "in_flight_per_task": in_flight,
+                                 "pages_per_s": round(rate, 3), "one_process_pages_per_s": round(base, 3),
+                                 "over_one_process": round(rate / base, 3)})  # fmt: skip
+                    print(json.dumps(rows[-1]), flush=True)
+    record = {"what": __doc__.split("\n")[0], "step_ms": STEP_MS, "pages": args.pages, "gap_s": args.gap_s,
+              "command": "python -m bench.warm_capacity", "rows": rows}  # fmt: skip
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":
