@@ -80,3 +80,20 @@ def test_the_plan_uses_the_sizer_of_each_preset_on_each_gpu(gpu):
     assert (
         plan_tasks_per_gpu(pinned, 100, GPUS["H200"]).tasks_per_gpu == math.ceil(64 * harmonic(100) / 100) + 1
     )
+
+
+def test_the_operations_guide_table_is_the_rule_for_100_page_batches():
+    """docs/operations.md's tasks-per-GPU table holds what the rule gives (nvidia-smi's totals)."""
+    text = (REPO / "docs" / "operations.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip(" `") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0] in PRESETS:
+            rows[cells[0]] = [int(c) for c in cells[1:]]
+    assert set(rows) == set(PRESETS)
+    for name, figures in rows.items():
+        ruled = [
+            plan_tasks_per_gpu(PRESETS[name], 100, GPUS[g]).tasks_per_gpu
+            for g in ("L40S", "H100 80GB", "H200")
+        ]
+        assert figures == ruled, name

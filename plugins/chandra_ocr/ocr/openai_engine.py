@@ -324,7 +324,8 @@ def _http_client(openai: Any, in_flight: int) -> Any:
     100, so a task with more in flight would open a new connection for every page past them)."""
     import httpx
 
-    limits = httpx.Limits(max_connections=in_flight + 8, max_keepalive_connections=in_flight + 8)
+    room = in_flight + 8  # and the health checks beside the pages
+    limits = httpx.Limits(max_connections=room, max_keepalive_connections=room)
     return openai.DefaultAsyncHttpxClient(limits=limits)
 
 
