@@ -10,8 +10,9 @@ from pathlib import Path
 
 from chandra_ocr import preflight
 from chandra_ocr.cli_flags import add_run_flags, options_from_args
-from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, print_json, run_sql
+from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, print_json, refused_sql
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.extras import missing_extra
 from chandra_ocr.report.data import run_incomplete
 from chandra_ocr.run_settings import flag_message, positive
 from chandra_ocr.sources.discover import recent_note
@@ -176,7 +177,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _print_query(kb: str, sql: str, *, as_json: bool) -> int:
     con = connect(preflight.check_kb_exists(kb), read_only=True)
     try:
-        emit(run_sql(con, sql), as_json=as_json, max_rows=100)
+        with refused_sql():
+            emit(con.sql(sql), as_json=as_json, max_rows=100)
     finally:
         con.close()
     return OK
@@ -187,11 +189,12 @@ def _cmd_table(args: argparse.Namespace) -> int:
 
     con = connect(preflight.check_kb_exists(args.kb), read_only=True)
     try:
-        relation = table_relation(con, resolve_document(con, args.doc), args.page, args.table_no)
-        if args.csv:
-            _write_csv(relation)
-        else:
-            relation.show(max_width=200, max_rows=1000)
+        with refused_sql():
+            relation = table_relation(con, resolve_document(con, args.doc), args.page, args.table_no)
+            if args.csv:
+                _write_csv(relation)
+            else:
+                relation.show(max_width=200, max_rows=1000)
     finally:
         con.close()
     return OK
@@ -287,8 +290,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from chandra_ocr.browser.app import create_app, fixed_target
     except ImportError as e:
         raise ConfigError(
-            f"the browser needs fastapi, uvicorn and jinja2 ({e.name} is missing): "
-            "pip install 'chandra-ocr-airflow[browser]'"
+            missing_extra("browser", f"the browser (fastapi, uvicorn, jinja2: {e.name})")
         ) from None
     import pymupdf  # noqa: F401  (imported now, not by the first page view)
 

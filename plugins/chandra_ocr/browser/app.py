@@ -25,6 +25,7 @@ from jinja2 import Environment, FileSystemLoader
 from chandra_ocr.browser import queries
 from chandra_ocr.browser.images import PageImages, SourceUnavailable
 from chandra_ocr.errors import ConfigError, NotFoundError
+from chandra_ocr.extras import embedding_installed
 from chandra_ocr.store.duckdb_store import connect
 from chandra_ocr.store.layout import KbLayout
 
@@ -59,12 +60,11 @@ class _Search:
 
     def hits(self, layout: KbLayout, question: str, k: int) -> tuple[list[Any], str | None]:
         """(hits, None), or (hits, a note: why there are none, or why they match words only)."""
-        from chandra_ocr.vector.feed import embedding_runtime_installed
         from chandra_ocr.vector.search import search_kb
 
         try:
             with self._lock:
-                if self._embedder is None and embedding_runtime_installed():
+                if self._embedder is None and embedding_installed():
                     from chandra_ocr.vector.embedder import Embedder
 
                     self._embedder = Embedder()
@@ -91,6 +91,11 @@ def create_app(
         root = request.scope.get("root_path", "").rstrip("/")
         html = env.get_template(name).render(root=root, title=title, colours=LABEL_COLOURS, **values)
         return HTMLResponse(html, status_code=status_code, headers={"Content-Security-Policy": CSP})
+
+    @app.exception_handler(ConfigError)
+    def settings_error(request: Request, error: ConfigError) -> HTMLResponse:
+        """A setting the browser cannot use (under Airflow: e.g. a malformed Variable): its message."""
+        return render(request, "error.html", 500, message=str(error))
 
     def read(request: Request, name: str, fill: Callable[[duckdb.DuckDBPyConnection, KbTarget], dict]):
         kb = target()

@@ -5,24 +5,17 @@ installed. One place for the choice, used by ``chandra-ingest feed`` and the fee
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chandra_ocr.extras import embed_missing, embedding_installed
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector.consumer import ApplyCounts, apply_outbox, default_index_dir
 from chandra_ocr.vector.embedder import Embedder
 from chandra_ocr.vector.lexical_index import LexicalCounts, apply_lexical
 from chandra_ocr.vector.sync import SyncCounts, sync_outbox
 from chandra_ocr.vector.target import VectorTarget
-
-NO_EMBEDDINGS = "vector index: not built, the 'embed' extra is not installed (search matches words only)"
-
-
-def embedding_runtime_installed() -> bool:
-    """Whether the embedded index can embed here (the 'embed' extra: onnxruntime or sentence-transformers)."""
-    return any(importlib.util.find_spec(m) for m in ("onnxruntime", "sentence_transformers"))
 
 
 @dataclass(frozen=True)
@@ -41,7 +34,9 @@ class FeedCounts:
             if lex.files
             else f"search index: up to date, {lex.chunks} chunks"
         )
-        return f"{first}\n{self.vectors.summary() if self.vectors is not None else NO_EMBEDDINGS}"
+        if self.vectors is not None:
+            return f"{first}\n{self.vectors.summary()}"
+        return f"{first}\nvector index: not built, search matches words only; {embed_missing()}"
 
 
 class VectorFeed:
@@ -70,7 +65,7 @@ class VectorFeed:
                 self._store = target.build()
             synced = sync_outbox(layout, self._store, target=target.name, batch_size=target.batch_size)
             return FeedCounts(lexical, synced)
-        if not embedding_runtime_installed():
+        if not embedding_installed():
             return FeedCounts(lexical, None)
         if self._embedder is None:
             self._embedder = Embedder().start()

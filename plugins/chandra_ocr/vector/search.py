@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from chandra_ocr.errors import ConfigError, NotFoundError, StoreError
+from chandra_ocr.extras import embed_missing, embedding_installed
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector import hybrid
 from chandra_ocr.vector.consumer import default_index_dir
 from chandra_ocr.vector.embedder import Embedder
-from chandra_ocr.vector.feed import embedding_runtime_installed
 from chandra_ocr.vector.index import Hit, index_path, open_index
 from chandra_ocr.vector.index import search as dense_search
 from chandra_ocr.vector.lexical_index import lexical_path, open_lexical, search_lexical
@@ -88,8 +88,8 @@ def _dense(
         return [h for h in hits if doc_id is None or h.doc_id == doc_id][:DEPTH], None
     if not index_path(index_dir).is_file():
         return [], "words only: no vector index yet (the feed builds it when the 'embed' extra is installed)"
-    if embedder is None and not embedding_runtime_installed():
-        return [], "words only: the 'embed' extra is not installed, so questions are not embedded"
+    if embedder is None and not embedding_installed():
+        return [], f"words only: {embed_missing()}"
     embedder = (embedder or Embedder()).start()
     try:
         con = open_index(index_dir, embedder.name, embedder.dim, read_only=True)
