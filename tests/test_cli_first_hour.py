@@ -202,6 +202,7 @@ def test_without_the_embed_extra_feed_and_search_match_words_and_print_the_comma
         f"pip install -c {repo / 'constraints.txt'} --extra-index-url https://download.pytorch.org/whl/cpu "
         f"-e '{repo}[embed]'"
     )
+    path = Path(shutil.copytree(path, tmp_path / "kb"))  # the module's KB stays unfed for the other tests
     index = ("--index", str(tmp_path / "vector"))  # none there yet
     (line,) = user_error(cli("search", "--kb", str(path), *index, "nitrate", env=without_embed))
     assert f"run `chandra-ingest feed --kb {path}` first" in line

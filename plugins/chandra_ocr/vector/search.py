@@ -86,10 +86,10 @@ def _dense(
 
         hits = search_store(store, question, k=DEPTH * (4 if doc_id else 1))
         return [h for h in hits if doc_id is None or h.doc_id == doc_id][:DEPTH], None
-    if not index_path(index_dir).is_file():
-        return [], "words only: no vector index yet (the feed builds it when the 'embed' extra is installed)"
     if embedder is None and not embedding_installed():
         return [], f"words only: {embed_missing()}"
+    if not index_path(index_dir).is_file():
+        return [], "words only: no vector index yet (the next `chandra-ingest feed` builds it)"
     embedder = (embedder or Embedder()).start()
     try:
         con = open_index(index_dir, embedder.name, embedder.dim, read_only=True)
