@@ -2,8 +2,9 @@
 
 A header set in text is a stack of visual lines; its structure is a few levels of labels:
 
-- Group labels: a label with a drawn rule right under it spans the columns the rule covers, when it
-  is the only label of its line over them ("Total" over "PK–12", "PK–8", "9–12").
+- Group labels: a label with a drawn rule right under it spans the columns the rule covers (some,
+  not all), when it is the only label of its line over them ("Total" over "PK–12", "PK–8",
+  "9–12").
 - Cells: in each column, the header's lines set close together (a gap under ``WRAP_GAP`` × the
   line height, the other columns' lines not counted) with no drawn rule between them there, and
   as wide in columns, are the wrapped lines of one label: one cell, its lines joined ("Percentage
@@ -19,7 +20,10 @@ A header set in text is a stack of visual lines; its structure is a few levels o
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+
+from chandra_ocr.tables.alignment import joined_lines
 
 Cell = tuple[int, int, str]  # (first column, colspan, text)
 Placed = tuple[int, int, int, int, str]  # (row, column, rowspan, colspan, text)
@@ -34,9 +38,9 @@ def header_levels(
     bands: list[tuple[float, float]],
     h_rules: Sequence[tuple[float, float, float]],
     cols: list[tuple[float, float]],
-) -> list[list[Cell]]:
+) -> tuple[list[list[Cell]], list[tuple[float, float]]]:
     """The header ``rows`` (text lines, each with its vertical ``bands`` (y0, y1)) as levels: one row of
-    cells per level, top to bottom (module docstring).
+    cells per level, top to bottom (module docstring), and each level's vertical band.
 
     ``h_rules``: horizontal drawn rules (y, x0, x1); ``cols``: the table's column x ranges.
     """
@@ -66,11 +70,13 @@ def header_levels(
         for n, k in enumerate(mine):
             level[k] = min(level[k], depth - len(mine) + n)
     out: list[list[Cell]] = [[] for _ in range(depth)]
+    spread: list[list[float]] = [[] for _ in range(depth)]
     for k, parts in enumerate(cells):
         first = min(cell[0] for _, cell in parts)
         end = max(cell[0] + cell[1] for _, cell in parts)
-        out[level[k]].append((first, end - first, " ".join(cell[2] for _, cell in parts)))
-    return [sorted(row) for row in out]
+        out[level[k]].append((first, end - first, functools.reduce(joined_lines, [c[2] for _, c in parts])))
+        spread[level[k]] += [y for i, _ in parts for y in bands[i]]
+    return [sorted(row) for row in out], [(min(ys), max(ys)) for ys in spread]
 
 
 def _rules_under(h_rules, bands: list[tuple[float, float]], i: int):
@@ -123,8 +129,8 @@ def _underlined(level: list[Cell], rules, cols: list[tuple[float, float]]) -> li
     out = list(level)
     for _, x0, x1 in rules:
         covered = [k for k, (a, b) in enumerate(cols) if x0 - _SAME <= a and b <= x1 + _SAME]
-        if len(covered) < 2:
-            continue
+        if not 2 <= len(covered) < len(cols):
+            continue  # a rule across the table ends the header (or a level), it groups nothing
         first, last = covered[0], covered[-1]
         inside = [cell for cell in out if first <= cell[0] and cell[0] + cell[1] - 1 <= last]
         if len(inside) == 1 and not any(

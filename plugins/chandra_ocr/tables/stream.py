@@ -254,7 +254,7 @@ def _table(region: list[Row], h_rules, v_rules, words: list[Word]) -> StreamTabl
     n_header = header_rows(grid, region, rules, box)
     body = joined_records(grid[n_header:], region[n_header:], cols)
     bands = [(r.y0, r.y1) for r in region[:n_header]]
-    levels = header_levels(grid[:n_header], bands, rules, cols)
+    levels, _ = header_levels(grid[:n_header], bands, rules, cols)
     cells = spanned_up(levels) + [
         (len(levels) + i, c, 1, span, t) for i, row in enumerate(body) for c, span, t in row
     ]

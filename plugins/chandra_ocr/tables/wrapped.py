@@ -25,9 +25,10 @@ label, a note).
 
 from __future__ import annotations
 
+import functools
 import statistics
 
-from chandra_ocr.tables.alignment import GAP, Row, is_number
+from chandra_ocr.tables.alignment import GAP, Row, is_number, joined_lines
 
 Cell = tuple[int, int, str]  # (first column, colspan, text)
 _Extent = tuple[float, float, float]  # (x1 of its text, width of its first word, height)
@@ -153,7 +154,7 @@ def _joined(row: list[Cell], line: list[Cell]) -> list[Cell]:
             first = min(c, *(d for d, _, _ in hit))
             end = max(c + span, *(d + s for d, s, _ in hit))
             cells = [cell for cell in cells if cell not in hit]
-            text = " ".join([*(t for _, _, t in sorted(hit)), text])
+            text = functools.reduce(joined_lines, [*(t for _, _, t in sorted(hit)), text])
             c, span = first, end - first
         cells.append((c, span, text))
     return sorted(cells)
