@@ -86,9 +86,10 @@ def stream_tables(
     ``h_rules``: horizontal drawn rules (y, x0, x1), used as header hints; ``v_rules``: vertical
     drawn rules (x, y0, y1), for the boxes of forms.
     """
-    rows = visual_rows(words)
+    regions = _regions(visual_rows(words))
+    h_rules = merge_edges(list(h_rules)) if regions and h_rules else []  # a rule's touching pieces made one
     out = []
-    for region in _regions(rows):
+    for region in regions:
         parts = [box for half in _side_by_side(region) for box in _repeated_boxes(half, v_rules)]
         out += [t for part in parts if (t := _table(part, h_rules, v_rules, words)) is not None]
     return out
@@ -243,18 +244,17 @@ def _table(region: list[Row], h_rules, v_rules, words: list[Word]) -> StreamTabl
     if _boxed(region, cols, v_rules):
         return None
     grid = [place_cells(r, cols) for r in region]
-    rules = merge_edges(list(h_rules))
     while grid and (_is_title(grid[0], len(cols)) or (len(grid[0]) < 2 and grid[0][0][0] == 0)):
         grid, region = grid[1:], region[1:]  # a title, or a label line above the table
-    grid, region = _under_top_rule(grid, region, rules)
+    grid, region = _under_top_rule(grid, region, h_rules)
     if not plausible(grid, len(cols)):
         return None
     box = words_box([w for r in region for s in r.segs for w in s.words])
     used = frozenset(w[8] for r in region for s in r.segs for w in s.words)
-    n_header = header_rows(grid, region, rules, box)
+    n_header = header_rows(grid, region, h_rules, box)
     body = joined_records(grid[n_header:], region[n_header:], cols)
     bands = [(r.y0, r.y1) for r in region[:n_header]]
-    levels, _ = header_levels(grid[:n_header], bands, rules, cols)
+    levels, _ = header_levels(grid[:n_header], bands, h_rules, cols)
     cells = spanned_up(levels) + [
         (len(levels) + i, c, 1, span, t) for i, row in enumerate(body) for c, span, t in row
     ]
