@@ -101,9 +101,12 @@ def _options(rows, lines, extents, edges, label: int, usual: float, i: int) -> l
                 _full(extents[top].get(c), extents[bottom].get(c), edges[c]) for c in mine
             )
             beyond = j + k  # the line on the row's other side: how far apart rows are set there
+            apart = usual
             if 0 <= beyond < len(rows):
-                apart = lines[beyond].y0 - lines[j].y1 if k > 0 else lines[j].y0 - lines[beyond].y1
-                wraps = wraps or gap <= min(apart, usual) - CLOSE * lines[i].height
+                apart = min(
+                    apart, lines[beyond].y0 - lines[j].y1 if k > 0 else lines[j].y0 - lines[beyond].y1
+                )
+            wraps = wraps or gap <= apart - CLOSE * lines[i].height
             if wraps:
                 near.append((gap, k))
         elif not mine & theirs and gap < 0:  # set beside the row's line, between two lines
