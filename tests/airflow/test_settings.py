@@ -26,9 +26,40 @@ def test_dag_settings_defaults_and_environment():
         "gpu",
     )
     assert DagSettings.from_env({"CHANDRA_OCR_SCHEDULE": "none"}).schedule is None
-    assert s.pools() == {"chandra_ocr_gpu": 8, "chandra_ocr_loader": 1}  # 2 extract tasks per GPU
+    assert s.pools(s.extract_tasks_per_gpu) == {"chandra_ocr_gpu": 8, "chandra_ocr_loader": 1}  # 4 GPUs × 2
     with pytest.raises(ConfigError, match="CHANDRA_OCR_GPU_SLOTS|gpu_slots"):
         DagSettings.from_env({"CHANDRA_OCR_GPU_SLOTS": "two"})
+    with pytest.raises(ConfigError, match="CHANDRA_OCR_EXTRACT_TASKS_PER_GPU"):
+        DagSettings.from_env({"CHANDRA_OCR_EXTRACT_TASKS_PER_GPU": "0"})
+
+
+def test_extract_tasks_per_gpu_come_from_the_models_capacity_unless_set(monkeypatch):
+    from chandra_ocr.airflow import setup
+    from chandra_ocr.ocr import capacity
+    from chandra_ocr.ocr.presets import get_preset
+
+    settings = DagSettings.from_env({})
+    assert settings.extract_tasks_per_gpu is None
+    h100 = 81_559 / 1024  # GiB
+    n, why = setup.extract_tasks_per_gpu(settings, {}, gpu_memory_gib=h100)
+    assert n == capacity.plan_tasks_per_gpu(get_preset("olmocr2"), 100, int(h100 * 2**30)).tasks_per_gpu
+    assert "olmocr2" in why and "--gpu-memory-gib" in why
+    env = {"CHANDRA_OCR_PRESET": "chandra2", "CHANDRA_OCR_BATCH_PAGES": "400"}  # the deployment's own
+    n2, why2 = setup.extract_tasks_per_gpu(settings, env, gpu_memory_gib=h100)
+    assert n2 == capacity.plan_tasks_per_gpu(get_preset("chandra2"), 400, int(h100 * 2**30)).tasks_per_gpu
+    assert n2 < n and "400-page batch" in why2
+    monkeypatch.setattr(capacity, "visible_gpu_bytes", lambda: None)  # this machine has no GPU
+    assert setup.extract_tasks_per_gpu(settings, {})[0] == capacity.NO_GPU_TASKS
+    monkeypatch.setattr(capacity, "visible_gpu_bytes", lambda: int(h100 * 2**30))  # stands in for nvidia-smi
+    assert setup.extract_tasks_per_gpu(settings, {}) == (
+        n,
+        why.replace("--gpu-memory-gib", "this machine's GPU"),
+    )
+    fixed = DagSettings.from_env({"CHANDRA_OCR_EXTRACT_TASKS_PER_GPU": "3"})
+    assert setup.extract_tasks_per_gpu(fixed, env, gpu_memory_gib=h100) == (
+        3,
+        "CHANDRA_OCR_EXTRACT_TASKS_PER_GPU",
+    )
 
 
 def test_run_settings_resolve_param_then_variable_then_env_then_default(tmp_path, monkeypatch):

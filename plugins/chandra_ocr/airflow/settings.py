@@ -45,14 +45,22 @@ class DagSettings:
     gpu_pool: str = "chandra_ocr_gpu"  # CHANDRA_OCR_GPU_POOL
     gpu_slots: int = 1  # CHANDRA_OCR_GPU_SLOTS: the GPUs the GPU pool is for
     # CHANDRA_OCR_EXTRACT_TASKS_PER_GPU: extract tasks that share one GPU's warm model at once (the pool
-    # gets gpu_slots × this many slots), so one batch's tail overlaps the next batches' pages
-    extract_tasks_per_gpu: int = 4
+    # gets gpu_slots × this many slots), so one batch's tail overlaps the next batches' pages; None: the
+    # setup command derives it from the engine's capacity (chandra_ocr.ocr.capacity)
+    extract_tasks_per_gpu: int | None = None
     model_idle_timeout_s: float = 600.0  # CHANDRA_OCR_MODEL_IDLE_TIMEOUT_S: a warm model's idle time; 0: none
     loader_pool: str = "chandra_ocr_loader"  # CHANDRA_OCR_LOADER_POOL (1 slot: one DuckDB writer)
     gpu_queue: str = "gpu"  # CHANDRA_OCR_GPU_QUEUE: Celery/Edge queue of the GPU workers
     retries: int = 2  # CHANDRA_OCR_RETRIES: for the OCR and I/O tasks
     retry_delay_s: float = 120.0  # CHANDRA_OCR_RETRY_DELAY_S: first delay, doubled per retry
     ocr_timeout_min: float = 360.0  # CHANDRA_OCR_OCR_TIMEOUT_MIN: one batch's OCR task
+
+    def __post_init__(self) -> None:
+        if self.extract_tasks_per_gpu is not None and self.extract_tasks_per_gpu < 1:
+            raise ConfigError(
+                f"CHANDRA_OCR_EXTRACT_TASKS_PER_GPU must be ≥ 1, got {self.extract_tasks_per_gpu}; "
+                "leave it unset to size it from the model's capacity"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> DagSettings:
@@ -64,8 +72,8 @@ class DagSettings:
                 continue
             if f.name == "schedule":
                 values[f.name] = None if raw.lower() in ("none", "null") else raw
-            else:
-                values[f.name] = convert(f.name, raw, type(f.default))
+            else:  # a field without a default value (None) holds a number
+                values[f.name] = convert(f.name, raw, int if f.default is None else type(f.default))
         return cls(**values)
 
     def retry_args(self) -> dict[str, Any]:
@@ -84,9 +92,9 @@ class DagSettings:
             "execution_timeout": timedelta(minutes=self.ocr_timeout_min),
         }
 
-    def pools(self) -> dict[str, int]:
-        """Pool name → slots, as the setup command creates them."""
-        return {self.gpu_pool: self.gpu_slots * self.extract_tasks_per_gpu, self.loader_pool: 1}
+    def pools(self, tasks_per_gpu: int) -> dict[str, int]:
+        """Pool name → slots, as the setup command creates them (``tasks_per_gpu``: its resolved figure)."""
+        return {self.gpu_pool: self.gpu_slots * tasks_per_gpu, self.loader_pool: 1}
 
 
 @dataclass(frozen=True)
