@@ -43,6 +43,8 @@ class TableText:
         n_header = max(1, max((c.row + c.rowspan for c in table.cells if c.is_header), default=1))
         title = [caption.strip()] if caption and caption.strip() else []
         label_cols = _label_columns(cells[n_header:] or cells)
+        if table.stub_head is not None:  # the reader saw a row-label column
+            label_cols = max(label_cols, 1)
         while cells and (text := _title_text(cells[0], label_cols)) is not None:
             if text and text not in title:
                 title.append(text)

@@ -80,13 +80,13 @@ def newest_mark(con: duckdb.DuckDBPyConnection) -> int:
 def live_rows_sql(layout: KbLayout, files: list[DataFile], newest: int) -> str:
     """A SELECT of the rows of ``files`` (of one table) that still count (``newest``: ``newest_mark``):
     files without superseded documents are read together, every other one alone, less the documents
-    superseded after it was written. Columns are matched by name and the table's shape comes first, so
-    files written before a column was added read it as NULL."""
+    superseded after it was written. Columns are the table's shape (``kb_shape``), by name: a file
+    written before a column was added reads NULL there."""
     clean = [f for f in files if f.gen >= newest]
-    parts = [f"SELECT * FROM kb_shape.{files[0].table}"] if files else []  # a fixed identifier
+    parts = [f"SELECT * FROM kb_shape.{files[0].table}"]  # a fixed identifier
     if clean:
-        listed = ", ".join(quote(str(f.snapshot(layout))) for f in clean)
-        parts.append(f"SELECT * FROM read_parquet([{listed}], union_by_name = true)")
+        paths = ", ".join(quote(str(f.snapshot(layout))) for f in clean)
+        parts.append(f"SELECT * FROM read_parquet([{paths}], union_by_name = true)")
     for f in files:
         if f.gen < newest:
             parts.append(
@@ -98,10 +98,9 @@ def live_rows_sql(layout: KbLayout, files: list[DataFile], newest: int) -> str:
 
 def create_shapes(con: duckdb.DuckDBPyConnection) -> None:
     """Schema ``kb_shape``: each dataset table empty, with its column types (a view without files);
-    made anew, so a column added to sql/001_schema.sql reaches the views of an existing KB."""
-    con.execute("DROP SCHEMA IF EXISTS kb_shape CASCADE")
-    con.execute("CREATE SCHEMA kb_shape")
-    con.execute(dataset_ddl("kb_shape"))
+    replaced, so a kb.duckdb made before a column was added gets it."""
+    con.execute("CREATE SCHEMA IF NOT EXISTS kb_shape")
+    con.execute(dataset_ddl("kb_shape").replace("CREATE TABLE IF NOT EXISTS", "CREATE OR REPLACE TABLE"))
 
 
 def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
