@@ -19,6 +19,7 @@ import pymupdf
 import pytest
 from airflow_runs import DagRunResult, asset_events, landing, mtimes, query, run_dag, table_fingerprints, xcom
 
+from chandra_ocr.document import indexed_text
 from chandra_ocr.store.duckdb_store import load_documents
 from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.staging import write_staged
@@ -250,4 +251,5 @@ def test_the_feed_dag_syncs_the_store_of_an_airflow_connection(world, initial_ex
     )
     table = lancedb.connect(kwargs["uri"]).open_table("kb").to_arrow()
     stored = sorted(zip(table.column("id").to_pylist(), table.column("text").to_pylist(), strict=True))
-    assert stored == sorted(query(world.kb, "SELECT chunk_id, text FROM chunks"))
+    chunks = query(world.kb, "SELECT chunk_id, context, text FROM chunks")
+    assert stored == sorted((cid, indexed_text(context, text)) for cid, context, text in chunks)

@@ -84,7 +84,8 @@ class VectorIndexOperator(ConfiguredOperator):
         for kb in sorted({e["kb"] for e in rendered(self.exports)}):
             counts = feed(self._layout(kb))
             log.info("%s: %s", kb, counts.summary())
-            out.append({"kb": kb} | dataclasses.asdict(counts))  # small: counts only
+            vectors = dataclasses.asdict(counts.vectors) if counts.vectors is not None else {}
+            out.append({"kb": kb, **vectors, "lexical": dataclasses.asdict(counts.lexical)})  # counts only
         return out
 
     def _layout(self, kb: str):
