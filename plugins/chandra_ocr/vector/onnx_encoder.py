@@ -58,7 +58,7 @@ def cached_model(model_dir: Path, precision: str) -> Path:
     ident = f"{model_dir.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{GRAPH}"
     key = hashlib.sha256(ident.encode()).hexdigest()[:16]
     root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "chandra_ocr" / "onnx")
-    return root / f"{model_dir.name}-{key}.{precision}.onnx"
+    return root / f"{model_dir.resolve().name}-{key}.{precision}.onnx"
 
 
 def prepared_model(model_dir: Path, precision: str) -> Path:
