@@ -1,35 +1,42 @@
 """Feed throughput: a baseline commit's embedding setup against this tree's, on the same table-dense chunks.
 
     .venv/bin/python -m bench.feed_throughput [--corpus DIR] [--kb DIR] [--baseline COMMIT] [--sample 480]
-                                              [--slice 40] [--no-feed] [--out FILE]
+                                              [--slice 40] [--known-items 400]
+                                              [--parts speed,feed,quality] [--out FILE]
 
 The chunks are those of the 16 SEC filings of ``rag-dev/pdfs`` (the corpus), ingested once by the
 project's own pipeline (``chandra-ingest run --engine text``) into ``bench/.work/feed_throughput/kb``
 (reused by later runs), or those of ``--kb``. In one run, so that every number shares the load of
 this shared machine:
 
-1. speed, taking turns: one child process imports the baseline commit's ``chandra_ocr`` (default
+1. ``speed``, taking turns: one child process imports the baseline commit's ``chandra_ocr`` (default
    ``9061cd8``: the fp32 ONNX model as main had it), two import this tree's (``precision`` int8, the
    default, and fp32); slice by slice, in rotating order, each embeds the same chunks — an even
    sample of all chunks, then a sample of the short ones (one model window, as row-split table
    chunks are) — and reports wall and CPU seconds: chunks/s and the ratios to the baseline;
-2. the feed as users run it: ``chandra-ingest feed`` on a copy of the knowledge base (all chunks,
+2. ``feed``, as users run it: ``chandra-ingest feed`` on a copy of the knowledge base (all chunks,
    int8): wall time, chunks/s, minutes per 10,000 chunks, its progress lines;
-3. quality: every chunk embedded by this tree's fp32 child (timed as a full pass) against the
-   feed's int8 vectors: cosine of each chunk's two vectors (min, 1st percentile, mean), and dense
-   retrieval of rag-dev's 20 questions over all filings with each (hit@5, hit@10, MRR@10 as the
-   corpus README defines them: a hit is a chunk of the question's filing whose pages include an
-   evidence page; within the question's own filing too), with the overlap of the two top-10 lists.
+3. ``quality``: every chunk's fp32 vector (a full pass of the fp32 child) against its int8 one
+   (from the feed): cosine (min, 1st percentile, mean); dense retrieval over all filings with each
+   — rag-dev's 20 questions (hit@5, hit@10, MRR@10 as the corpus README defines them: a hit is a
+   chunk of the question's filing whose pages include an evidence page; within the question's own
+   filing too) and ``--known-items`` queries made from the chunks themselves (12 words from the
+   middle of a chunk; a hit spans its first page) — with the overlap of the two top-10 lists.
+   The full passes' vectors are kept under ``bench/.work/feed_throughput/vectors`` (by chunk ids,
+   texts and graph version), so ``--parts quality`` alone reruns in minutes.
 
-Results: ``bench/results/feed_throughput.json``.
+``--parts`` runs some parts; the others stay as an earlier run wrote them in ``--out``
+(``bench/results/feed_throughput.json``), each part with its own date and load.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -215,25 +222,111 @@ def _answers(chunk: dict, question: dict) -> bool:
     return any(chunk["page_start"] <= p <= chunk["page_end"] for p in question["evidence_pages"])
 
 
-def quality(chunks: list[dict], fp32: np.ndarray, int8: np.ndarray, questions: list[dict], q32, q8) -> dict:
-    cosines = (fp32 * int8).sum(axis=1)
-    by_model = {
-        "fp32": retrieval(chunks, fp32, questions, q32),
-        "int8": retrieval(chunks, int8, questions, q8),
-    }
+def known_items(chunks: list[dict], n: int) -> list[dict]:
+    """``n`` queries made from chunks (an even sample): 12 consecutive words from the middle of each,
+    markup dropped; the answer is the source chunk's first page in its filing. A large, mechanical
+    check that int8 and fp32 retrieve alike, beside the 20 questions written by people."""
+    step = max(1, len(chunks) // n)
+    out = []
+    for chunk in chunks[::step]:
+        words = re.findall(r"[A-Za-z0-9$][\w.,$%'’-]*", chunk["text"] or "")
+        if len(words) >= 12:
+            mid = len(words) // 2
+            stem = Path(chunk["file_name"]).stem
+            out.append(
+                {
+                    "doc": stem,
+                    "evidence_pages": [chunk["page_start"]],
+                    "question": " ".join(words[mid - 6 : mid + 6]),
+                }
+            )
+    return out[:n]
+
+
+def compare(
+    chunks: list[dict], vectors: dict[str, np.ndarray], questions: list[dict], qvectors: dict
+) -> dict:
+    """Retrieval with each model's vectors over all chunks, and how alike their top-10 lists are."""
+    by_model = {m: retrieval(chunks, vectors[m], questions, qvectors[m]) for m in ("fp32", "int8")}
     tops = [by_model[m].pop("top10") for m in ("fp32", "int8")]
     overlap = [len(set(a) & set(b)) / 10 for a, b in zip(*tops, strict=True)]
     return {
+        "questions": len(questions),
+        **by_model,
+        "hit@5_int8_minus_fp32": round(
+            by_model["int8"]["all"]["hit@5"] - by_model["fp32"]["all"]["hit@5"], 3
+        ),
+        "top10_overlap_mean": round(float(np.mean(overlap)), 3),
+        "top1_same": sum(a[0] == b[0] for a, b in zip(*tops, strict=True)),
+    }
+
+
+def quality(
+    chunks: list[dict], vectors: dict[str, np.ndarray], children: dict, rag: Path, known: int
+) -> dict:
+    """Cosine of each chunk's int8 and fp32 vectors; retrieval of rag-dev's questions and of known items."""
+    cosines = (vectors["fp32"] * vectors["int8"]).sum(axis=1)
+    sets = {
+        "rag_dev_questions": [json.loads(x) for x in (rag / "questions.jsonl").read_text().splitlines() if x],
+        "known_items": known_items(chunks, known),
+    }
+    out: dict = {
         "cosine_int8_vs_fp32": {
             "min": round(float(cosines.min()), 4),
             "p1": round(float(np.percentile(cosines, 1)), 4),
             "mean": round(float(cosines.mean()), 4),
-        },
-        "retrieval_20_questions": by_model,
-        "hit@5_difference": round(by_model["int8"]["all"]["hit@5"] - by_model["fp32"]["all"]["hit@5"], 3),
-        "top10_overlap_mean": round(float(np.mean(overlap)), 3),
-        "top1_same": sum(a[0] == b[0] for a, b in zip(*tops, strict=True)),
+        }
     }
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, questions in sets.items():
+            qvectors = {}
+            for model in ("fp32", "int8"):
+                children[model].embed([q["question"] for q in questions], save=Path(tmp) / "q.npy")
+                qvectors[model] = np.load(Path(tmp) / "q.npy")
+            out[name] = compare(chunks, vectors, questions, qvectors)
+    return out
+
+
+def cached_vectors(chunks: list[dict]) -> Path:
+    """Where the full passes' vectors of these chunks are kept (by chunk ids, texts and graph version)."""
+    from chandra_ocr.vector.onnx_encoder import GRAPH
+
+    digest = hashlib.sha256(GRAPH.encode())
+    for c in chunks:
+        digest.update(f"{c['chunk_id']}\0{c['text']}\0".encode())
+    return WORK / "vectors" / f"{digest.hexdigest()[:16]}.npz"
+
+
+def full_vectors(chunks: list[dict], children: dict, feed_vectors: dict | None) -> tuple[dict, dict]:
+    """Every chunk's fp32 and int8 vectors — from the cache, else int8 from the feed (or a child) and
+    fp32 from the fp32 child — and the full passes timed now."""
+    path = cached_vectors(chunks)
+    cached = dict(np.load(path)) if path.exists() else {}
+    passes = {}
+    texts = [c["text"] or "" for c in chunks]
+    with tempfile.TemporaryDirectory() as tmp:
+        if feed_vectors is not None:
+            cached["int8"] = np.stack([feed_vectors[c["chunk_id"]] for c in chunks])
+        for model in ("int8", "fp32"):
+            if model not in cached:
+                run = children[model].embed(texts, save=Path(tmp) / "v.npy")
+                cached[model] = np.load(Path(tmp) / "v.npy")
+                passes[model] = {
+                    "chunks": len(texts),
+                    "wall_s": round(run["wall_s"], 1),
+                    "cpu_s": round(run["cpu_s"], 1),
+                    "chunks_per_s": round(len(texts) / run["wall_s"], 2),
+                }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **cached)
+    return cached, passes
+
+
+PARTS = ("speed", "feed", "quality")
+
+
+def _stamp() -> dict:
+    return {"date": datetime.now(UTC).isoformat(), "load_avg_at_start": os.getloadavg()}
 
 
 def main() -> None:
@@ -244,19 +337,23 @@ def main() -> None:
     ap.add_argument("--baseline", default=BASELINE, help="the commit whose embedding setup is the baseline")
     ap.add_argument("--sample", type=int, default=480, help="chunks of each sample the three setups embed")
     ap.add_argument("--slice", type=int, default=40, help="chunks per turn")
-    ap.add_argument("--no-feed", action="store_true", help="speed only: no feed, no quality")
+    ap.add_argument("--known-items", type=int, default=400, help="queries made from chunks (quality)")
+    ap.add_argument("--parts", default=",".join(PARTS), help="which parts to run (the others stay in --out)")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "feed_throughput.json")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    if parts - set(PARTS):
+        ap.error(f"--parts takes {', '.join(PARTS)}")
     rag = args.corpus / "rag-dev"
     kb = ensure_kb(args.kb or WORK / "kb", rag / "pdfs")
     chunks = read_chunks(kb)
     lengths = word_pieces([c["text"] or "" for c in chunks])
-    result: dict = {
-        "date": datetime.now(UTC).isoformat(),
+    result: dict = json.loads(args.out.read_text()) if args.out.exists() else {}
+    result = {k: v for k, v in result.items() if k in PARTS and k not in parts}  # earlier runs' parts
+    result |= {
         "machine": f"{platform.platform()}, {os.cpu_count()} cores",
         "command": " ".join(["python -m bench.feed_throughput", *sys.argv[1:]]),
         "note": "the machine is shared: compare setups measured in this run; wall times depend on its load",
-        "load_avg_at_start": os.getloadavg(),
         "baseline": args.baseline,
         "chunks": {
             "kb": str(kb),
@@ -273,39 +370,34 @@ def main() -> None:
     try:
         trees = {"baseline": export_tree(args.baseline, work / "baseline")}
         for name, options in SETUPS.items():
-            children[name] = Child(trees.get(name, REPO / "plugins"), options)
-        texts = [c["text"] or "" for c in chunks]
-        step = max(1, len(texts) // args.sample)
-        short = [t for t, n in zip(texts, lengths, strict=True) if n <= 254]
-        short_step = max(1, len(short) // args.sample)
-        result["speed"] = {
-            "all_chunks_sample": take_turns(children, texts[::step][: args.sample], args.slice),
-            "short_chunks_sample": take_turns(children, short[::short_step][: args.sample], args.slice),
-        }
-        print(json.dumps(result["speed"], indent=1), flush=True)
-        if not args.no_feed:
-            result["feed"], feed_vectors = run_feed(kb, work)
-            print(json.dumps(result["feed"], indent=1), flush=True)
-            full = children["fp32"].embed(texts, save=work / "fp32.npy")
-            result["fp32_full_pass"] = {
-                "chunks": len(texts),
-                "wall_s": round(full["wall_s"], 1),
-                "chunks_per_s": round(len(texts) / full["wall_s"], 2),
+            if name != "baseline" or "speed" in parts:
+                children[name] = Child(trees.get(name, REPO / "plugins"), options)
+        if "speed" in parts:
+            texts = [c["text"] or "" for c in chunks]
+            step = max(1, len(texts) // args.sample)
+            short = [t for t, n in zip(texts, lengths, strict=True) if n <= 254]
+            short_step = max(1, len(short) // args.sample)
+            result["speed"] = {
+                **_stamp(),
+                "all_chunks_sample": take_turns(children, texts[::step][: args.sample], args.slice),
+                "short_chunks_sample": take_turns(children, short[::short_step][: args.sample], args.slice),
             }
-            fp32 = np.load(work / "fp32.npy")
-            int8 = np.stack([feed_vectors[c["chunk_id"]] for c in chunks])
-            questions = [
-                json.loads(line) for line in (rag / "questions.jsonl").read_text().splitlines() if line
-            ]
-            children["fp32"].embed([q["question"] for q in questions], save=work / "q32.npy")
-            children["int8"].embed([q["question"] for q in questions], save=work / "q8.npy")
-            q32, q8 = np.load(work / "q32.npy"), np.load(work / "q8.npy")
-            result["quality"] = quality(chunks, fp32, int8, questions, q32, q8)
+            print(json.dumps(result["speed"], indent=1), flush=True)
+        feed_vectors = None
+        if "feed" in parts:
+            stamp = _stamp()
+            result["feed"], feed_vectors = run_feed(kb, work)
+            result["feed"] = stamp | result["feed"]
+            print(json.dumps(result["feed"], indent=1), flush=True)
+        if "quality" in parts:
+            stamp = _stamp()
+            vectors, passes = full_vectors(chunks, children, feed_vectors)
+            measured = quality(chunks, vectors, children, rag, args.known_items)
+            result["quality"] = stamp | {"full_passes": passes} | measured
     finally:
         for child in children.values():
             child.close()
         shutil.rmtree(work, ignore_errors=True)
-    result["load_avg_at_end"] = os.getloadavg()
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "speed"}, indent=1))
     print(f"wrote {args.out}")

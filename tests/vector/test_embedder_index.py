@@ -14,11 +14,13 @@ from chandra_ocr.errors import ConfigError
 from chandra_ocr.vector.consumer import ApplyCounts
 from chandra_ocr.vector.embedder import (
     BUNDLED,
+    DEVICE_ENV,
     MODEL_ENV,
     PRECISION_ENV,
     Embedder,
     EmbedOptions,
     _model_path,
+    _runtime,
 )
 from chandra_ocr.vector.index import EXACT_SEARCH_LIMIT, open_index
 from chandra_ocr.vector.onnx_encoder import cached_model
@@ -140,6 +142,20 @@ def test_precision_is_one_setting(monkeypatch):
         EmbedOptions.from_env({PRECISION_ENV: "fp16"})
     with pytest.raises(ConfigError, match="device must be one of"):
         EmbedOptions(device="tpu")
+
+
+def test_a_gpu_worker_runs_the_model_where_its_runtime_has_cuda():
+    """``device`` cuda: ONNX Runtime where it has the CUDA provider (onnxruntime-gpu), else torch;
+    asking the onnx runtime for cuda without that provider says what to install."""
+    import onnxruntime
+
+    has_cuda = "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+    assert _runtime(EmbedOptions(device="cuda")) == ("onnx" if has_cuda else "torch")
+    assert _runtime(EmbedOptions()) == "onnx"
+    assert EmbedOptions.from_env({DEVICE_ENV: "cuda"}).device == "cuda"
+    if not has_cuda:
+        with pytest.raises(ConfigError, match="onnxruntime-gpu"):
+            Embedder(EmbedOptions(device="cuda", runtime="onnx")).start()
 
 
 def test_a_text_given_twice_is_one_vector(embedder):
