@@ -72,7 +72,7 @@ def identify(doc: Document) -> DocIdentity:
 
 
 def _first_lines(doc: Document) -> list[str]:
-    lines = []
+    lines: list[str] = []
     for page in doc.pages[:FIRST_PAGES]:
         for block in page.blocks:
             lines.extend(" ".join(s.split()) for s in block.text.splitlines() if s.strip())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,8 +175,13 @@ def _chunk_ids(kb: Path, where: str = "TRUE") -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def initial_exports(world, second) -> tuple[dict, dict]:
-    return _feed(world)[1], _feed(world)[1]
+def initial_feeds(world, second) -> tuple[tuple[DagRunResult, dict], tuple[DagRunResult, dict]]:
+    return _feed(world), _feed(world)
+
+
+@pytest.fixture(scope="module")
+def initial_exports(initial_feeds) -> tuple[dict, dict]:
+    return initial_feeds[0][1], initial_feeds[1][1]
 
 
 def test_vector_feed_exports_all_chunks_then_nothing(world, initial_exports):
@@ -186,6 +192,15 @@ def test_vector_feed_exports_all_chunks_then_nothing(world, initial_exports):
     assert (again["path"], again["upserts"], again["deletes"]) == ("", 0, 0)
     assert len(list((world.kb / "outbox").iterdir())) == 1
     assert _indexed(world.kb) == _chunk_ids(world.kb)  # the index task embedded every exported chunk
+
+
+def test_the_index_task_logs_the_feeds_progress(initial_feeds):
+    (run, export), _ = initial_feeds
+    n = export["upserts"]
+    lines = run.messages("chandra_ocr.vector.consumer")
+    assert any(
+        re.search(rf"^vector feed .*: {n}/{n} chunks, [0-9.]+ chunks/s, ETA 0s$", line) for line in lines
+    ), lines
 
 
 def _indexed(kb: Path) -> set[str]:

@@ -63,7 +63,10 @@ def test_the_embeddings_are_the_feeds_model():
     embeddings = KnowledgeBaseEmbeddings()
     query = embeddings.embed_query("three ships with damaged sails")
     docs = embeddings.embed_documents(["three ships with damaged sails", "the library budget"])
-    assert len(query) == 384 and np.allclose(query, docs[0], atol=1e-5)
+    alone = embeddings.embed_documents(["three ships with damaged sails"])
+    assert len(query) == 384 and np.allclose(query, alone[0], atol=1e-5)
+    # The int8 model quantises activations per call, so a text's vector moves a little with its batch.
+    assert float(np.dot(query, docs[0])) > 0.98
     assert float(np.dot(query, docs[0])) > float(np.dot(query, docs[1])) + 0.2
 
 

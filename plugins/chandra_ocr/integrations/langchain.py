@@ -103,9 +103,17 @@ class KnowledgeBaseRetriever(BaseRetriever):
             Document(
                 page_content=h.text,
                 id=h.chunk_id,
-                metadata={"chunk_id": h.chunk_id, "doc_id": h.doc_id, "file_name": h.file_name,
-                          "page_start": h.page_start, "page_end": h.page_end, "kind": h.kind,
-                          "header_path": list(h.header_path), "context": h.context, "score": h.score},
+                metadata={
+                    "chunk_id": h.chunk_id,
+                    "doc_id": h.doc_id,
+                    "file_name": h.file_name,
+                    "page_start": h.page_start,
+                    "page_end": h.page_end,
+                    "kind": h.kind,
+                    "header_path": list(h.header_path),
+                    "context": h.context,
+                    "score": h.score,
+                },
             )  # fmt: skip
             for h in result.hits
         ]

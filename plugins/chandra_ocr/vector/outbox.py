@@ -86,6 +86,18 @@ def pending_files(layout: KbLayout, feed: str, after: int) -> list[tuple[int, Pa
     return sorted(found)
 
 
+def count_upserts(files: list[tuple[int, Path]]) -> int:
+    """How many upsert rows the outbox ``files`` hold (a feed's progress total)."""
+    total = 0
+    for _, path in files:
+        try:
+            ops = pq.read_table(path, columns=["op"]).column("op")
+        except (OSError, pa.ArrowException) as e:
+            raise StoreError(f"cannot read outbox file {path}: {e}") from e
+        total += ops.to_pylist().count("upsert")
+    return total
+
+
 def read_export(path: Path) -> pa.Table:
     """One outbox file's rows; a file written before the ``context`` column has it as NULL.
     Raises StoreError when the file cannot be read."""
