@@ -253,6 +253,21 @@ def kb_units(kb: Path, with_context: bool) -> list[Unit]:
     ]
 
 
+def feed_vectors(kb: Path, embedder: Embedder, units: list[Unit]) -> np.ndarray:
+    """The vectors ``chandra-ingest feed`` stored for the KB's chunks (the same model and text)."""
+    from chandra_ocr.vector.index import open_index
+
+    con = open_index(kb / "vector", embedder.name, embedder.dim, read_only=True)
+    try:
+        have = dict(con.execute("SELECT chunk_id, embedding FROM vectors").fetchall())
+    finally:
+        con.close()
+    missing = [u.chunk_id for u in units if u.chunk_id not in have]
+    if missing:
+        raise SystemExit(f"{len(missing)} chunks of {kb} have no vector: run `chandra-ingest feed --kb {kb}`")
+    return np.array([have[u.chunk_id] for u in units], dtype=np.float32)
+
+
 def project_search(kb: Path, questions: list[Question]) -> dict:
     """The project's own search (what ``chandra-ingest search`` calls) for every question."""
     from chandra_ocr.store.layout import KbLayout
@@ -293,7 +308,11 @@ def main(argv: list[str] | None = None) -> int:
         help="a knowledge base made by an earlier commit: its chunks by BM25 (system 'baseline')",
     )
     parser.add_argument("--work", type=Path, default=REPO / "bench" / ".work" / "retrieval")
-    parser.add_argument("--systems", default="project,project_text,naive,page,md4llm")
+    parser.add_argument(
+        "--systems",
+        default="project,project_text:bm25,naive,page,md4llm",
+        help="systems to rank, each with its scorers after a colon (a+b; default: --scorers)",
+    )
     parser.add_argument("--scorers", default="bm25,dense,hybrid", help="rankings of each system's chunks")
     parser.add_argument("--skip-search", action="store_true", help="leave out the project's own search")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "retrieval.json")
@@ -314,8 +333,15 @@ def main(argv: list[str] | None = None) -> int:
         kb = args.work / "kb"
         shutil.rmtree(kb, ignore_errors=True)
         result["ingest"] = ingest(pdfs, kb, args.work)
+        (kb / "bench-ingest.json").write_text(json.dumps(result["ingest"]))
         print(f"ingested and fed {len(pdfs)} PDFs: {result['ingest']}", file=sys.stderr)
-    scorers = args.scorers.split(",")
+    elif (kb / "bench-ingest.json").is_file():  # the times of the run that made this KB
+        result["ingest"] = json.loads((kb / "bench-ingest.json").read_text())
+    plan = {
+        name: (how.split("+") if how else args.scorers.split(","))
+        for name, _, how in (item.partition(":") for item in args.systems.split(","))
+    }
+    scorers = sorted({how for hows in plan.values() for how in hows})
     dense = any(s in scorers for s in ("dense", "hybrid"))
     embedder = Embedder().start() if dense else None
     vectors = Vectors(embedder, args.work / "embeddings.duckdb") if embedder else None
@@ -331,11 +357,16 @@ def main(argv: list[str] | None = None) -> int:
         result["search"] = project_search(kb, questions)
         _print("search", result["search"])
     systems = {}
-    for name in args.systems.split(","):
+    for name, hows in plan.items():
         units = makers[name]()
-        unit_vectors = vectors([u.text for u in units]) if vectors else np.zeros((len(units), 1), np.float32)
-        systems[name] = evaluate(Ranker(units, unit_vectors), questions, qvecs, scorers)
-        for how in scorers:
+        if not vectors or hows == ["bm25"]:
+            unit_vectors = np.zeros((len(units), 1), np.float32)
+        elif name == "project" and embedder is not None:
+            unit_vectors = feed_vectors(kb, embedder, units)  # what the project's search ranks by
+        else:
+            unit_vectors = vectors([u.text for u in units])
+        systems[name] = evaluate(Ranker(units, unit_vectors), questions, qvecs, hows)
+        for how in hows:
             _print(f"{name}/{how}", systems[name][how])
     if args.baseline_kb is not None:
         units = kb_units(args.baseline_kb, with_context=True)
