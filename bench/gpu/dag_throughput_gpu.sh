@@ -13,7 +13,9 @@
 # task process per command; MODE warmup runs one process over one task of WB pages (default 20) into
 # warmup.json, only to fill vLLM's compile cache for the shape (it pays the cold cache, the runs after it
 # find it warm). Each merges into gpu.json (warmup.json) as it ends, so a cut queue keeps every finished
-# part. Locally (a check on the CPU): CODE=. R=DIR EXTRA=--tiny bash bench/gpu/dag_throughput_gpu.sh queue
+# part. SPAN_S (the device time the queue may use, from its start): before each item bench.gpu.queue_fit
+# cuts K to what ends in the time left, or skips the item (estimates from the items already run).
+# Locally (a check on the CPU): CODE=. R=DIR EXTRA=--tiny bash bench/gpu/dag_throughput_gpu.sh queue
 R=${R:-/tmp/dag}
 CODE=${CODE:-/tmp/code}
 poll() {
@@ -30,9 +32,13 @@ pop() {  # the first item not begun, removed from the list (under a lock: `next`
 run_item() {
   local shape=${1%%:*} rest=${1#*:} mode k i
   mode=${rest%%:*} k=${rest#*:}; [ "$k" = "$rest" ] && k=${K:-20}
+  if [ -f $R/END ]; then
+    k=$(python3 -m bench.gpu.queue_fit "$shape" "$mode" "$k" "${B:-100}" $(($(cat $R/END) - $(date +%s))) $R/*.json)
+    [ "$k" = 0 ] && { echo "$1 skipped: too little time left"; return; }
+  fi
   local common=(--shape "$shape" --model "/tmp/models/$shape" --lengths bench/results/page_lengths.json
                 --batch-pages "${B:-100}" ${O:+--overlap "$O"} $EXTRA)
-  echo "$1 begins $(date -u +%T)"
+  echo "$1 begins $(date -u +%T) ($k tasks)"
   case $mode in
     warmup) python3 -m bench.dag_throughput "${common[@]}" --batch-pages "${WB:-20}" --tasks 1 \
               --modes one_process --out $R/warmup.json || echo "$1 failed" ;;
@@ -49,6 +55,7 @@ run_item() {
 queue() {
   cd "$CODE" || exit 1
   local item
+  rm -f $R/END; [ -n "$SPAN_S" ] && echo $(($(date +%s) + SPAN_S)) >$R/END
   for item in ${QUEUE:-qwen2_5_vl_7b:warm qwen2_5_vl_7b:one_process}; do echo "$item"; done >$R/items
   while item=$(pop) && [ -n "$item" ]; do run_item "$item"; done
   echo "done $(date -u +%T)"
