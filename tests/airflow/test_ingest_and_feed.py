@@ -101,6 +101,9 @@ def test_each_broken_file_is_named_with_its_reason_in_the_logs_the_report_and_th
     assert sorted((e["file"], e["status"], e["reason"]) for e in extra["incomplete"]) == sorted(
         (paths[n], "quarantined", reasons[n]) for n in broken
     )
+    # the run's note, in Airflow's UI beside the green run
+    assert first.note == (f"{len(broken)} quarantined of {len(inputs.pdfs)} documents: see the run report "
+                          f"({world.kb}/report/report.html), or Knowledge base → Review")  # fmt: skip
     page = (world.kb / "report" / "report.html").read_text()
     listed = page[page.index("id='incomplete'") :].split("</table>")[0]
     for name in broken:
@@ -115,6 +118,7 @@ def test_fail_on_incomplete_turns_a_quarantine_into_a_failed_run_after_the_load_
     kb = tmp_path / "kb"
     run = run_dag("chandra_ocr_ingest", source=str(src), kb=str(kb), engine="text", fail_on_incomplete=True)
     assert run.state == "failed" and run.states("load") == ["success"] and run.states("report") == ["failed"]
+    assert run.note is not None and run.note.startswith("1 quarantined of 2 documents: see the run report")
     assert [e for e in asset_events() if e["source_run_id"] == run.run_id]  # the load was published
     assert "broken.pdf" in (kb / "report" / "report.html").read_text()
     out = capfd.readouterr()
@@ -154,6 +158,7 @@ def test_second_run_finds_nothing_new_and_touches_nothing(world, second):
     assert run.state == "success"
     assert xcom("chandra_ocr_ingest", run.run_id, "discover") == []
     assert set(run.states("batch.extract")) == {"skipped"} and run.states("load") == ["skipped"]
+    assert run.note is None  # nothing loaded, nothing to say
     assert table_fingerprints(world.kb) == tables  # no new or changed rows, no new run recorded
     assert mtimes(world.kb / "work") == files  # no page re-read, no checkpoint rewritten
     assert len(asset_events()) == n_events  # nothing loaded → no event → the feed is not triggered
@@ -251,3 +256,18 @@ def test_the_feed_dag_syncs_the_store_of_an_airflow_connection(world, initial_ex
     table = lancedb.connect(kwargs["uri"]).open_table("kb").to_arrow()
     stored = sorted(zip(table.column("id").to_pylist(), table.column("text").to_pylist(), strict=True))
     assert stored == sorted(query(world.kb, "SELECT chunk_id, text FROM chunks"))
+
+
+def test_without_an_embedding_runtime_the_feed_runs_note_says_the_index_was_not_built(
+    world, initial_exports, monkeypatch
+):
+    """README's first install has no 'embed' extra: the feed run stays green, its index task is skipped,
+    and the run's note says so with the install command. (The extra is installed here: the test hides
+    it from the operator.)"""
+    import chandra_ocr.vector.feed as vector_feed
+
+    monkeypatch.setattr(vector_feed, "embedding_runtime_installed", lambda: False)
+    run = run_dag("chandra_ocr_vector_feed", kb=str(world.kb))
+    assert run.state == "success" and run.states("index") == ["skipped"], run.tasks
+    assert run.note is not None and run.note.startswith("vector index not built: "), run.note
+    assert "pip install 'chandra-ocr-airflow[embed]'" in run.note

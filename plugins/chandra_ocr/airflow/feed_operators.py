@@ -6,20 +6,23 @@ import dataclasses
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowSkipException
 
 from chandra_ocr.airflow.operators import ConfiguredOperator
 from chandra_ocr.airflow.preflight import triggering_kbs
+from chandra_ocr.airflow.run_notes import add_note
 from chandra_ocr.airflow.settings import DagSettings, RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
-from chandra_ocr.vector.feed import VectorFeed, embedding_runtime_installed
-from chandra_ocr.vector.outbox import export_changes
-from chandra_ocr.vector.target import CONN_ENV, VectorTarget
+
+if TYPE_CHECKING:  # the vector modules import Arrow and DuckDB: in ``execute``, not while a DAG file parses
+    from chandra_ocr.vector.target import VectorTarget
 
 log = logging.getLogger(__name__)
+
+NO_EMBED = "no embedding runtime here: install the 'embed' extra (`pip install 'chandra-ocr-airflow[embed]'`)"
 
 
 class FeedExportOperator(ConfiguredOperator):
@@ -40,6 +43,8 @@ class FeedExportOperator(ConfiguredOperator):
         self.feed = feed
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        from chandra_ocr.vector.outbox import export_changes
+
         out = []
         for kb in triggering_kbs(context) or [self.run_config.kb]:
             layout = RunConfig.from_dict(self.config | {"kb": kb}).layout()
@@ -80,9 +85,13 @@ class VectorIndexOperator(ConfiguredOperator):
         self.target_conn_id = target_conn_id
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        from chandra_ocr.vector.feed import VectorFeed, embedding_runtime_installed
+
         target = self._target()
         if target is None and not embedding_runtime_installed():
-            raise AirflowSkipException("vector index skipped: install the 'embed' extra")
+            why = f"vector index not built: {NO_EMBED}; the outbox keeps the changes for a later run"
+            add_note(context, why)
+            raise AirflowSkipException(why)
         feed = VectorFeed(target)
         out = []
         for kb in sorted({e["kb"] for e in rendered(self.exports)}):
@@ -95,6 +104,8 @@ class VectorIndexOperator(ConfiguredOperator):
         return RunConfig.from_dict(self.config | {"kb": kb}).layout()
 
     def _target(self) -> VectorTarget | None:
+        from chandra_ocr.vector.target import CONN_ENV, VectorTarget
+
         if self.target:
             return VectorTarget.from_dict(self.target)
         conn_id = self.target_conn_id or os.environ.get(CONN_ENV)
