@@ -77,7 +77,7 @@ class AirflowStack:
         ) as con:
             return con.execute(sql, args).fetchall()
 
-    def wait_for_dags(self, dag_ids: list[str], timeout_s: float = 300) -> None:
+    def wait_for_dags(self, dag_ids: list[str], timeout_s: float = 900) -> None:
         """Until the DAG processor has stored every DAG of ``dag_ids`` (unpaused)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -113,11 +113,18 @@ class AirflowStack:
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout
 
-    def wait_for_runs(self, timeout_s: float = 600) -> list[tuple]:
-        """Until every DAG run (asset-triggered ones included) has ended; returns them all."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+    def wait_for_runs(self, stall_s: float = 600, cap_s: float = 3600) -> list[tuple]:
+        """Until every DAG run (asset-triggered ones included) has ended; returns them all. Fails when no
+        task changed its state or try for ``stall_s`` (stuck: a busy machine makes runs slower, not
+        still), or after ``cap_s`` in all."""
+        start = moved = time.monotonic()
+        seen: list[tuple] = []
+        while time.monotonic() - moved < stall_s and time.monotonic() - start < cap_s:
             self._alive()
+            tasks = self.query("SELECT dag_id, run_id, task_id, map_index, state, try_number "
+                               "FROM task_instance ORDER BY 1, 2, 3, 4")  # fmt: skip
+            if tasks != seen:
+                seen, moved = tasks, time.monotonic()
             runs = self.query("SELECT dag_id, run_id, state, start_date, end_date FROM dag_run")
             if runs and all(r[2] in TERMINAL for r in runs):
                 time.sleep(10)  # an asset event of the last load may be about to start a feed run
@@ -125,7 +132,9 @@ class AirflowStack:
                 if len(again) == len(runs) and all(r[2] in TERMINAL for r in again):
                     return again
             time.sleep(2)
-        raise AssertionError(f"runs still going after {timeout_s:.0f} s:\n{self.tail()}")
+        raise AssertionError(
+            f"runs still going, no task moved for {time.monotonic() - moved:.0f} s:\n{self.tail()}"
+        )
 
     def tail(self, n: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""
