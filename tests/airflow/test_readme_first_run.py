@@ -33,6 +33,7 @@ INSTALL = ("python3.11 -m venv", "pip install")  # lines the test leaves out
 # Python that imports Airflow): the block fails when nothing moved for STALL_S (no new output of the
 # script, no task log written), or after CAP_S in all
 STALL_S, CAP_S = 600, 3600
+EXECUTION_API_TIMEOUT_S = 30  # a quiet machine's, scaled by the slowdown when the test starts
 
 
 def readme_commands() -> list[str]:
@@ -140,6 +141,9 @@ def test_readme_commands_take_a_newcomer_to_a_finished_run(tmp_path: Path) -> No
         "PATH": f"{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}",
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__BASE_URL": f"http://localhost:{port}",
+        # a task's first call to the API server took 64 s here while the machine was busy (default: 5 s
+        # a try, 5 tries): the task failed before it ran
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": str(round(scaled(EXECUTION_API_TIMEOUT_S))),
         # caches a new user builds once (the embedding model's ONNX export, matplotlib's font list):
         # the real home's, so that the test times the run, not their first build
         "CHANDRA_OCR_MODEL_CACHE": str(Path.home() / ".cache" / "chandra_ocr" / "onnx"),
