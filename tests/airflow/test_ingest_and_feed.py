@@ -256,18 +256,3 @@ def test_the_feed_dag_syncs_the_store_of_an_airflow_connection(world, initial_ex
     table = lancedb.connect(kwargs["uri"]).open_table("kb").to_arrow()
     stored = sorted(zip(table.column("id").to_pylist(), table.column("text").to_pylist(), strict=True))
     assert stored == sorted(query(world.kb, "SELECT chunk_id, text FROM chunks"))
-
-
-def test_without_an_embedding_runtime_the_feed_runs_note_says_the_index_was_not_built(
-    world, initial_exports, monkeypatch
-):
-    """README's first install has no 'embed' extra: the feed run stays green, its index task is skipped,
-    and the run's note says so with the install command. (The extra is installed here: the test hides
-    it from the operator.)"""
-    import chandra_ocr.vector.feed as vector_feed
-
-    monkeypatch.setattr(vector_feed, "embedding_runtime_installed", lambda: False)
-    run = run_dag("chandra_ocr_vector_feed", kb=str(world.kb))
-    assert run.state == "success" and run.states("index") == ["skipped"], run.tasks
-    assert run.note is not None and run.note.startswith("vector index not built: "), run.note
-    assert "pip install " in run.note and "[embed]" in run.note  # the command that installs the extra

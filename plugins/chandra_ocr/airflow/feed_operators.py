@@ -16,13 +16,12 @@ from chandra_ocr.airflow.preflight import triggering_kbs
 from chandra_ocr.airflow.run_notes import add_note
 from chandra_ocr.airflow.settings import DagSettings, RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
+from chandra_ocr.extras import embed_missing
 
 if TYPE_CHECKING:  # the vector modules import Arrow and DuckDB: in ``execute``, not while a DAG file parses
     from chandra_ocr.vector.target import VectorTarget
 
 log = logging.getLogger(__name__)
-
-NO_EMBED = "no embedding runtime here: install the 'embed' extra (`pip install 'chandra-ocr-airflow[embed]'`)"
 
 
 class FeedExportOperator(ConfiguredOperator):
@@ -85,13 +84,13 @@ class VectorIndexOperator(ConfiguredOperator):
         self.target_conn_id = target_conn_id
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from chandra_ocr.vector.feed import VectorFeed, embedding_runtime_installed
+        from chandra_ocr.vector.feed import VectorFeed
 
         target = self._target()
-        if target is None and not embedding_runtime_installed():
-            why = f"vector index not built: {NO_EMBED}; the outbox keeps the changes for a later run"
-            add_note(context, why)
-            raise AirflowSkipException(why)
+        missing = embed_missing() if target is None else None
+        if missing:  # the outbox files stay: a run after the install applies them
+            add_note(context, f"vector index not built: {missing}")
+            raise AirflowSkipException(f"vector index skipped: {missing}")
         feed = VectorFeed(target)
         out = []
         for kb in sorted({e["kb"] for e in rendered(self.exports)}):
