@@ -85,3 +85,19 @@ def test_a_grid_without_text_is_no_table():
     page = pymupdf.open().new_page(width=400, height=300)
     _table(page, [["", ""], ["", ""]])
     assert find_grids(drawn_rules(page, page.get_cdrawings()), page_words(page)) == []
+
+
+def test_white_text_boxes_in_a_ruled_cell_draw_no_rules():
+    """A header cell filled white with a white text box per line in it (a word processor's text
+    boxes): white on white, the boxes' sides are no rules, so the cell keeps both lines."""
+    page = pymupdf.open().new_page(width=400, height=300)
+    _table(page, [["Name", ""], ["Alder", "12"]])
+    top = Y0 + 1
+    page.draw_rect((X0 + W + 1, top, X0 + 2 * W - 1, Y0 + H - 1), color=None, fill=(1, 1, 1))
+    for n, line in enumerate(["Read &", "Write"]):
+        page.draw_rect(
+            (X0 + W + 3, top + 1 + 11 * n, X0 + 2 * W - 3, top + 11 + 11 * n), color=None, fill=(1, 1, 1)
+        )
+        page.insert_text((X0 + W + 4, top + 9 + 11 * n), line, fontsize=8)
+    (table,) = native_tables(page)
+    assert _cells(table) == [["Name", "Read & Write"], ["Alder", "12"]]
