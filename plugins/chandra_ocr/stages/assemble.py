@@ -8,7 +8,7 @@ from concurrent.futures import Future
 from datetime import UTC, datetime
 
 from chandra_ocr.config import IngestOptions
-from chandra_ocr.document import Document
+from chandra_ocr.document import Document, Page
 from chandra_ocr.errors import BadDocumentError, StageTimeoutError, StoreError
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.progress import Progress
@@ -110,4 +110,12 @@ def assemble_document(
         doc.error = (
             f"{len(failed)} of {doc.n_pages} pages could not be read (page {first.page_no}: {first.error})"
         )
+    elif not any(_has_text(p) for p in doc.pages):  # blank pages, or images with no text: no chunk
+        doc.status = "partial"
+        doc.error = f"no text found on any page ({doc.n_pages} page{'s' if doc.n_pages > 1 else ''})"
     return doc
+
+
+def _has_text(page: Page) -> bool:
+    cells = (c for t in page.tables for c in t.cells)
+    return any(b.text.strip() for b in page.blocks) or any(c.text.strip() for c in cells)
