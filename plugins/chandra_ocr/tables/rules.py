@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import itemgetter
 
 import pymupdf
@@ -26,6 +28,7 @@ SNAP = 3.0  # points: parallel edges this close are snapped onto one position
 JOIN = 3.0  # points: collinear edges with a gap this small are joined
 MIN_EDGE = 3.0  # points: shorter edges are dropped (after joining)
 THIN = 3.0  # points: a rectangle this thin (and longer than thick) is one rule
+BAND = 24.0  # points: drawings are indexed by the horizontal bands of this height they reach into
 
 
 def page_words(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> list[Word]:
@@ -50,6 +53,11 @@ class Rules:
     area: Box  # the displayed page
     drawn_h: list[_Edge] = field(default_factory=list)  # horizontal rules: ``h`` less shading edges
     drawn_v: list[_Edge] = field(default_factory=list)  # vertical rules: ``v`` less shading edges
+
+    @cached_property
+    def groups(self) -> list[Box]:
+        """The bounding boxes of the groups of touching drawings (``touching_groups`` of ``boxes``)."""
+        return touching_groups(self.boxes, self.area)
 
 
 def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
@@ -91,6 +99,82 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
     shade_h, shade_v = axis_parallel(shading, area)
     boxes = sorted({transformed_box(m, p["rect"]) for p in paths}, key=lambda r: (r[3], r[0]))
     return Rules(h + shade_h, v + shade_v, boxes, area, h, v)
+
+
+def touching_groups(boxes: list[Box], area: Box) -> list[Box]:
+    """Bounding boxes of groups of ``boxes`` that touch, a group's box growing as it takes boxes in.
+
+    A group starts at the first box left and takes in, last box first, each box left with a corner
+    in the group's box or the other way round (``touching``); passes repeat until one takes in
+    none. Only the boxes reaching into the horizontal bands of the page (``BAND`` high) that the
+    group's box covers are looked at, the others being too far to touch it: the groups are those
+    of looking at every box, at a cost that grows with the boxes near a group, not the page's.
+    """
+    bands = _Bands(area)
+    near: list[set[int]] = [set() for _ in range(bands.count)]  # band → boxes left reaching into it
+    for i, b in enumerate(boxes):
+        for k in bands.covered(b[1] - SNAP, b[3] + SNAP):
+            near[k].add(i)
+    left = [True] * len(boxes)
+
+    def take(i: int) -> None:
+        left[i] = False
+        for k in bands.covered(boxes[i][1] - SNAP, boxes[i][3] + SNAP):
+            near[k].discard(i)
+
+    out = []
+    for seed, box in enumerate(boxes):
+        if not left[seed]:
+            continue
+        take(seed)
+        grown = True
+        while grown:  # one pass: the boxes left, last first, against the growing box
+            grown = False
+            end, reach, todo, at = len(boxes), range(0), [], 0
+            while True:
+                if (now := bands.covered(box[1], box[3])) != reach:  # the box reaches new bands
+                    reach, at = now, 0
+                    todo = sorted({i for k in reach for i in near[k] if i < end}, reverse=True)
+                while at < len(todo) and not (left[todo[at]] and touching(box, boxes[todo[at]])):
+                    at += 1
+                if at == len(todo):
+                    break
+                end = todo[at]
+                take(end)
+                r = boxes[end]
+                box = (min(box[0], r[0]), min(box[1], r[1]), max(box[2], r[2]), max(box[3], r[3]))
+                grown = True
+        out.append(box)
+    return out
+
+
+class _Bands:
+    """Horizontal bands of ``BAND`` points over a page area; positions off it fall in the end bands."""
+
+    def __init__(self, area: Box) -> None:
+        self.top, self.bottom = area[1], area[3]
+        self.count = max(1, math.ceil((self.bottom - self.top) / BAND))
+
+    def covered(self, y0: float, y1: float) -> range:
+        """The bands from ``y0`` to ``y1`` (all of them for a NaN)."""
+        return range(self._band(y0, 0), self._band(y1, self.count - 1) + 1)
+
+    def _band(self, y: float, nan: int) -> int:
+        if self.top <= y < self.bottom:
+            return min(int((y - self.top) // BAND), self.count - 1)
+        if y < self.top:
+            return 0
+        return self.count - 1 if y >= self.bottom else nan
+
+
+def touching(a: Box, b: Box) -> bool:
+    """Whether a corner of one box lies within the other (widened by ``SNAP``)."""
+    return _corner_in(a, b) or _corner_in(b, a)
+
+
+def _corner_in(a: Box, b: Box) -> bool:
+    in_x = b[0] - SNAP <= a[0] <= b[2] + SNAP or b[0] - SNAP <= a[2] <= b[2] + SNAP
+    return in_x and (b[1] - SNAP <= a[1] <= b[3] + SNAP or b[1] - SNAP <= a[3] <= b[3] + SNAP)
 
 
 def transformed_box(m: pymupdf.Matrix | None, r) -> Box:
