@@ -297,6 +297,24 @@ def test_documents_read_from_the_text_layer_alone_go_through_assemble_like_the_o
     assert rows == [("mixed.pdf", "ingested", "r1"), ("report.pdf", "ingested", "r1")]
 
 
+@pytest.mark.corpus
+def test_a_large_document_triaged_in_parts_ingests_as_triaged_whole(tmp_path, corpus):
+    """Two workers triage a 57-page filing in parts (``extract._parts``), joined and checkpointed by
+    the extract stage; the knowledge base holds the rows of one worker triaging it whole."""
+    from dataclasses import replace
+
+    from chandra_ocr.stages.extract import _parts
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(corpus / "rag-dev" / "pdfs" / "AMCOR_2023Q2_10Q.pdf", src)
+    two = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, workers=2))
+    assert len(_parts([57], 2)[0]) > 1
+    run(src, tmp_path / "parts", two)
+    run(src, tmp_path / "whole", replace(two, pdf=replace(two.pdf, workers=1)))
+    assert _content_hashes(tmp_path / "parts") == _content_hashes(tmp_path / "whole")
+
+
 def test_forked_workers_write_staged_without_starting_duckdb(tmp_path, samples, monkeypatch):
     """The text and cpu engines fork their workers after deriving the Arrow schemas: no worker opens
     an in-memory DuckDB for them (each paid ~0.15 s on its first document, and DuckDB in a child forked

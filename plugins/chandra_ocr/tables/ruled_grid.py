@@ -184,7 +184,7 @@ def _outlines(groups: list[Box], words: list[Word]) -> list[Box]:
 
 
 def _holds_a_character(box, word: Word) -> bool:
-    """Whether ``box`` holds at least one character's width of ``word`` (whose middle is within its height)."""
+    """Whether ``box`` holds at least one character's width of ``word`` (its middle is within its height)."""
     overlap = min(box[2], word[2]) - max(box[0], word[0])
     return overlap >= (word[2] - word[0]) / max(len(word[4]), 1)
 

@@ -104,22 +104,38 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
 def touching_groups(boxes: list[Box], area: Box) -> list[Box]:
     """Bounding boxes of groups of ``boxes`` that touch, a group's box growing as it takes boxes in.
 
-    A group starts at the first box left and takes in, last box first, each box left with a corner
-    in the group's box or the other way round (``touching``); passes repeat until one takes in
-    none. Only the boxes reaching into the horizontal bands of the page (``BAND`` high) that the
-    group's box covers are looked at, the others being too far to touch it: the groups are those
-    of looking at every box, at a cost that grows with the boxes near a group, not the page's.
+    A group starts at the first box left and takes in, last box first, each box left that touches
+    the group's box (``touching``); passes repeat until one takes in none. Only the boxes reaching
+    into the horizontal bands of the page (``BAND`` high, within ``area``; boxes off it in the end
+    bands) that the group's box covers are looked at, the others being too far to touch it: the
+    groups are those of looking at every box, at a cost that grows with the boxes near a group.
     """
-    bands = _Bands(area)
-    near: list[set[int]] = [set() for _ in range(bands.count)]  # band → boxes left reaching into it
-    for i, b in enumerate(boxes):
-        for k in bands.covered(b[1] - SNAP, b[3] + SNAP):
+    top, bottom = area[1], area[3]
+    last = max(1, math.ceil((bottom - top) / BAND)) - 1
+
+    def band(y: float, nan: int) -> int:
+        if top <= y < bottom:
+            return min(int((y - top) // BAND), last)
+        if y < top:
+            return 0
+        return last if y >= bottom else nan
+
+    height = bottom - top
+    spans = [  # the bands each box reaches into; the arithmetic of ``band`` for a box on the page
+        range(int(lo // BAND), min(int(hi // BAND), last) + 1)
+        if (lo := b[1] - SNAP - top) >= 0 and (hi := b[3] + SNAP - top) < height
+        else range(band(b[1] - SNAP, 0), band(b[3] + SNAP, last) + 1)
+        for b in boxes
+    ]
+    near: list[set[int]] = [set() for _ in range(last + 1)]  # band → boxes left reaching into it
+    for i, span in enumerate(spans):
+        for k in span:
             near[k].add(i)
     left = [True] * len(boxes)
 
     def take(i: int) -> None:
         left[i] = False
-        for k in bands.covered(boxes[i][1] - SNAP, boxes[i][3] + SNAP):
+        for k in spans[i]:
             near[k].discard(i)
 
     out = []
@@ -130,17 +146,20 @@ def touching_groups(boxes: list[Box], area: Box) -> list[Box]:
         grown = True
         while grown:  # one pass: the boxes left, last first, against the growing box
             grown = False
-            end, reach, todo, at = len(boxes), range(0), [], 0
+            end, reach, todo, at = len(boxes), (0, -1), [], 0
             while True:
-                if (now := bands.covered(box[1], box[3])) != reach:  # the box reaches new bands
+                if (now := (band(box[1], 0), band(box[3], last))) != reach:  # the box reaches new bands
                     reach, at = now, 0
-                    todo = sorted({i for k in reach for i in near[k] if i < end}, reverse=True)
-                while at < len(todo) and not (left[todo[at]] and touching(box, boxes[todo[at]])):
+                    todo = sorted(
+                        {i for k in range(now[0], now[1] + 1) for i in near[k] if i < end}, reverse=True
+                    )
+                while at < len(todo) and not touching(box, boxes[todo[at]]):
                     at += 1
                 if at == len(todo):
                     break
                 end = todo[at]
                 take(end)
+                at += 1
                 r = boxes[end]
                 box = (min(box[0], r[0]), min(box[1], r[1]), max(box[2], r[2]), max(box[3], r[3]))
                 grown = True
@@ -148,33 +167,17 @@ def touching_groups(boxes: list[Box], area: Box) -> list[Box]:
     return out
 
 
-class _Bands:
-    """Horizontal bands of ``BAND`` points over a page area; positions off it fall in the end bands."""
-
-    def __init__(self, area: Box) -> None:
-        self.top, self.bottom = area[1], area[3]
-        self.count = max(1, math.ceil((self.bottom - self.top) / BAND))
-
-    def covered(self, y0: float, y1: float) -> range:
-        """The bands from ``y0`` to ``y1`` (all of them for a NaN)."""
-        return range(self._band(y0, 0), self._band(y1, self.count - 1) + 1)
-
-    def _band(self, y: float, nan: int) -> int:
-        if self.top <= y < self.bottom:
-            return min(int((y - self.top) // BAND), self.count - 1)
-        if y < self.top:
-            return 0
-        return self.count - 1 if y >= self.bottom else nan
-
-
 def touching(a: Box, b: Box) -> bool:
     """Whether a corner of one box lies within the other (widened by ``SNAP``)."""
-    return _corner_in(a, b) or _corner_in(b, a)
-
-
-def _corner_in(a: Box, b: Box) -> bool:
-    in_x = b[0] - SNAP <= a[0] <= b[2] + SNAP or b[0] - SNAP <= a[2] <= b[2] + SNAP
-    return in_x and (b[1] - SNAP <= a[1] <= b[3] + SNAP or b[1] - SNAP <= a[3] <= b[3] + SNAP)
+    a0, a1, a2, a3 = a
+    b0, b1, b2, b3 = b
+    return (
+        (b0 - SNAP <= a0 <= b2 + SNAP or b0 - SNAP <= a2 <= b2 + SNAP)
+        and (b1 - SNAP <= a1 <= b3 + SNAP or b1 - SNAP <= a3 <= b3 + SNAP)
+    ) or (
+        (a0 - SNAP <= b0 <= a2 + SNAP or a0 - SNAP <= b2 <= a2 + SNAP)
+        and (a1 - SNAP <= b1 <= a3 + SNAP or a1 - SNAP <= b3 <= a3 + SNAP)
+    )
 
 
 def transformed_box(m: pymupdf.Matrix | None, r) -> Box:
