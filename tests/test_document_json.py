@@ -30,4 +30,5 @@ def test_json_export_is_the_whole_model():
         "rowspan": 1,
         "colspan": 2,
         "is_header": True,
+        "header_level": 1,
     }

@@ -4,4 +4,4 @@ __version__ = "0.1.0"
 
 # Bumped whenever a change alters what the pipeline writes for the same input; documents
 # ingested under an older value can be re-OCR'd with `reprocess`.
-PIPELINE_VERSION = "2"  # 2: own ruled-table reader (tables of rotated pages, cell text from words)
+PIPELINE_VERSION = "3"  # 3: header levels, wrapped cells and stub heads of tables (2: own ruled-table reader)

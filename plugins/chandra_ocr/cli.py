@@ -10,8 +10,9 @@ from pathlib import Path
 
 from chandra_ocr import preflight
 from chandra_ocr.cli_flags import add_run_flags, options_from_args
-from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, print_json, run_sql
+from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, print_json, refused_sql
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.extras import embed_missing, missing_extra
 from chandra_ocr.report.data import run_incomplete
 from chandra_ocr.run_settings import flag_message, positive
 from chandra_ocr.sources.discover import recent_note
@@ -175,7 +176,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _print_query(kb: str, sql: str, *, as_json: bool) -> int:
     con = connect(preflight.check_kb_exists(kb), read_only=True)
     try:
-        emit(run_sql(con, sql), as_json=as_json, max_rows=100)
+        with refused_sql():
+            emit(con.sql(sql), as_json=as_json, max_rows=100)
     finally:
         con.close()
     return OK
@@ -186,11 +188,12 @@ def _cmd_table(args: argparse.Namespace) -> int:
 
     con = connect(preflight.check_kb_exists(args.kb), read_only=True)
     try:
-        relation = table_relation(con, resolve_document(con, args.doc), args.page, args.table_no)
-        if args.csv:
-            _write_csv(relation)
-        else:
-            relation.show(max_width=200, max_rows=1000)
+        with refused_sql():
+            relation = table_relation(con, resolve_document(con, args.doc), args.page, args.table_no)
+            if args.csv:
+                _write_csv(relation)
+            else:
+                relation.show(max_width=200, max_rows=1000)
     finally:
         con.close()
     return OK
@@ -237,6 +240,9 @@ def _cmd_feed(args: argparse.Namespace) -> int:
 
     layout = preflight.check_kb_exists(args.kb)
     target = VectorTarget.parse(args.target) if args.target else VectorTarget.from_env()
+    missing = embed_missing() if target is None else None
+    if missing:  # before the export: nothing is done
+        raise ConfigError(missing)
     feed = VectorFeed(target, Path(args.index) if args.index else None)
     export = export_changes(layout)
     counts = feed(layout)
@@ -264,11 +270,15 @@ def _cmd_search(args: argparse.Namespace) -> int:
     index_dir = Path(args.index) if args.index else default_index_dir(layout)
     if target is not None:
         hits = search_store(target.build(), args.question, k=args.k)
-    elif not index_path(index_dir).is_file():
-        raise ConfigError(
-            f"no vector index at {index_path(index_dir)}: run `chandra-ingest feed --kb {args.kb}` first"
-        )
     else:
+        index, missing = index_path(index_dir), embed_missing()
+        if missing:
+            then = (
+                f"; then `chandra-ingest feed --kb {args.kb}` builds the index" if not index.is_file() else ""
+            )
+            raise ConfigError(missing + then)
+        if not index.is_file():
+            raise ConfigError(f"no vector index at {index}: run `chandra-ingest feed --kb {args.kb}` first")
         hits = search_index(index_dir, args.question, Embedder(), k=args.k)
     for rank, hit in enumerate(hits, start=1):
         pages = f"p. {hit.page_start}" + (f"-{hit.page_end}" if hit.page_end != hit.page_start else "")
@@ -285,8 +295,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from chandra_ocr.browser.app import create_app, fixed_target
     except ImportError as e:
         raise ConfigError(
-            f"the browser needs fastapi, uvicorn and jinja2 ({e.name} is missing): "
-            "pip install 'chandra-ocr-airflow[browser]'"
+            missing_extra("browser", f"the browser (fastapi, uvicorn, jinja2: {e.name})")
         ) from None
     import pymupdf  # noqa: F401  (imported now, not by the first page view)
 

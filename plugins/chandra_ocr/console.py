@@ -6,14 +6,15 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 import duckdb
 
-from chandra_ocr.errors import ChandraOcrError, ConfigError, NotFoundError
+from chandra_ocr.errors import ChandraOcrError, ConfigError, NotFoundError, StoreError
 
 # Exit codes (README "Exit codes", and the CLI's --help).
 OK = 0  # done; for `run`: every document ingested
@@ -66,20 +67,41 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
-def run_sql(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation | None:
-    """The relation of the user's ``sql`` (None for a statement without rows); raises QueryError."""
+# What DuckDB raises for SQL it refuses, while binding it or while running it (a cast that fails on one
+# cell): parser, binder, catalog, conversion, out-of-range, type and constraint errors, a write on a
+# read-only database. The rest (I/O, memory, internal errors) are failures of the work, not of the SQL.
+REFUSED = (duckdb.ProgrammingError, duckdb.DataError, duckdb.NotSupportedError, duckdb.IntegrityError,
+           duckdb.PermissionException, duckdb.DependencyException, duckdb.SequenceException)  # fmt: skip
+
+
+@contextmanager
+def refused_sql() -> Iterator[None]:
+    """Run and print the user's SQL within this block: SQL that DuckDB refuses becomes a QueryError (exit 2)
+    with DuckDB's own message and a hint; an I/O error a StoreError (exit 3)."""
     try:
-        return con.sql(sql)
-    except duckdb.Error as e:
-        what = " ".join(str(e).split("\n\n")[0].split())  # DuckDB appends the query and a caret after a gap
+        yield
+    except REFUSED as e:
+        what = _first_part(e)
         if "base table" in what:  # DELETE/UPDATE/INSERT on a dataset table (a view over Parquet files)
             what = f"the knowledge base is read-only here: {what}"
-        hint = (
-            "`query` only reads; documents are removed with `chandra-ingest forget`"
-            if "read-only" in what
-            else 'list the tables with "SHOW TABLES" and a table\'s columns with "DESCRIBE documents"'
-        )
-        raise QueryError(f"the query failed: {what}\nhint: {hint}") from None
+        if "read-only" in what:
+            hint = "\nhint: `query` only reads; documents are removed with `chandra-ingest forget`"
+        elif isinstance(e, duckdb.ConversionException):  # a value that does not convert, e.g. a cell cast
+            hint = "\nhint: TRY_CAST(value AS DOUBLE) gives NULL where a value does not convert"
+        elif isinstance(e, duckdb.DataError):  # an overflow, a value out of range: the message says it all
+            hint = ""
+        else:
+            hint = (
+                '\nhint: list the tables with "SHOW TABLES" and a table\'s columns with "DESCRIBE documents"'
+            )
+        raise QueryError(f"the query failed: {what}{hint}") from None
+    except duckdb.IOException as e:  # a file the query reads is missing or unreadable
+        raise StoreError(f"the query failed reading its files: {_first_part(e)}") from None
+
+
+def _first_part(error: duckdb.Error) -> str:
+    """DuckDB's message without the query and caret it appends after a blank line, on one line."""
+    return " ".join(str(error).split("\n\n")[0].split())
 
 
 def emit(relation: duckdb.DuckDBPyRelation | None, *, as_json: bool, max_rows: int = 1000) -> None:

@@ -54,7 +54,11 @@ class Block:
 
 @dataclass(frozen=True)
 class TableCell:
-    """One cell of a table grid; spanned cells appear once, at their top-left position."""
+    """One cell of a table grid; spanned cells appear once, at their top-left position.
+
+    ``header_level``: for a header cell, the header row it starts in, from 1 at the top (a group
+    label over its columns stands a level above their labels); None in the body.
+    """
 
     row: int
     col: int
@@ -62,11 +66,19 @@ class TableCell:
     rowspan: int = 1
     colspan: int = 1
     is_header: bool = False
+    header_level: int | None = None
 
 
 @dataclass(frozen=True)
 class Table:
-    """A table found on a page, from the model's HTML, Markdown, or the native PDF structure."""
+    """A table found on a page, from the model's HTML, Markdown, or the native PDF structure.
+
+    ``header``: one name per column, the column's header cells top to bottom joined ("Literacy
+    Status / Read & Write"); ``header_rows``: how many leading rows are header rows (the body rows
+    follow them); ``stub_head``: the header of the row-label column (the first column, holding
+    row labels) — "" where that header is blank, None where the first column holds no row labels
+    or the table has no header.
+    """
 
     table_no: int
     bbox: BBoxPt | None
@@ -77,6 +89,8 @@ class Table:
     cells: tuple[TableCell, ...]
     html: str | None = None
     caption: str | None = None
+    header_rows: int = 0
+    stub_head: str | None = None
 
 
 @dataclass

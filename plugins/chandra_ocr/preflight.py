@@ -1,4 +1,5 @@
-"""Checks that need no work, run before any: the source, the knowledge-base folder, the engine, passwords.
+"""Checks that need no work, run before any: the source, the knowledge-base folder, the preset, the engine,
+passwords.
 
 Each raises ConfigError with one line saying what is wrong, with which path or setting, and what
 to do. ``check_run`` runs them all: the CLI before a run starts, the Airflow ``preflight`` task
@@ -57,7 +58,7 @@ def check_run(
     engine_here: bool = False,
 ) -> KbLayout:
     """Everything a run needs that can be checked before any work: the KB folder, the ``source`` (None:
-    the run reads none), the passwords file, the fallback engines and the engine's options.
+    the run reads none), the preset, the passwords file, the fallback engines and the engine's options.
 
     ``where`` is added to an error about a local path (e.g. what relative paths resolve against);
     ``engine_here``: the caller readies the engine next (``ready_engine``), which checks its options."""
@@ -69,6 +70,7 @@ def check_run(
         raise ConfigError(f"{e}{where}") from None
     if isinstance(source, ObjectSource):  # its own messages name the credentials
         source.check()
+    check_preset(options.preset)
     check_passwords_file(options.pdf.passwords_file)
     check_fallbacks(options)
     if not engine_here:
@@ -101,6 +103,14 @@ def check_kb_exists(kb: str | Path) -> KbLayout:
         raise ConfigError(f"{where}: give the folder of a knowledge base, or make one with "
                           f"`chandra-ingest run SOURCE --kb {kb}`")  # fmt: skip
     return layout
+
+
+def check_preset(name: str) -> None:
+    """``name`` is a registered preset (built in, or from ``$CHANDRA_OCR_PRESET_MODULES``), whatever the
+    engine: a misspelt preset fails here, not only where a model is loaded."""
+    from chandra_ocr.ocr.presets import get_preset
+
+    get_preset(name)
 
 
 def check_passwords_file(path: str | None) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,10 +72,12 @@ class Setting:
 
     @property
     def default(self) -> Any:
-        if self.option is None:
-            return self.fallback
-        value: Any = _DEFAULTS
-        for part in self.option.split("."):
+        return self.fallback if self.option is None else self.get(_DEFAULTS)
+
+    def get(self, options: IngestOptions) -> Any:
+        """The setting's value in ``options`` (its IngestOptions field)."""
+        value: Any = options
+        for part in str(self.option).split("."):
             value = getattr(value, part)
         return value
 
@@ -91,19 +93,60 @@ class Setting:
         """The value of the environment text ``raw`` (named by the variable in errors)."""
         return convert(self.env or self.name, raw, self.type)
 
+    def coerce(self, value: Any, where: str) -> Any:
+        """A value given as JSON (a Param, a Variable key) as the setting's type; text is read as the
+        environment's would be. Raises ConfigError naming ``where`` (e.g. "Variable 'chandra_ocr' key
+        'batch_pages'")."""
+        if isinstance(value, str) and self.type is not str:
+            return convert(where, value, self.type)
+        fits = isinstance(value, self.type) and (self.type is bool or not isinstance(value, bool))
+        if not fits and self.type is float:
+            fits = isinstance(value, int) and not isinstance(value, bool)
+        if not fits:
+            raise ConfigError(f"{where} must be {_TYPE_WORDS[self.type]}, got {value!r}")
+        return float(value) if self.type is float else value
+
+
+_TYPE_WORDS = {str: "text", int: "a whole number", float: "a number", bool: "true or false",
+               dict: "a JSON object"}  # fmt: skip
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
 
 def convert(name: str, raw: str, kind: type) -> Any:
     """Environment text → a value of ``kind`` (bool, int, float, dict as JSON, str); raises ConfigError."""
+    if kind is dict:
+        return json_object(raw, name)
+    if kind is bool and raw.strip().lower() not in (*_TRUE, *_FALSE):
+        raise ConfigError(f"{name}={raw!r} is not true or false (true/false, yes/no, on/off, 1/0)")
     try:
         if kind is bool:
-            return raw.strip().lower() in ("1", "true", "yes", "on")
+            return raw.strip().lower() in _TRUE
         if kind in (int, float):
             return kind(raw)
-        if kind is dict:
-            return json.loads(raw)
         return raw
-    except (ValueError, json.JSONDecodeError) as e:
+    except ValueError as e:
         raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}: {e}") from e
+
+
+def json_object(text: str, name: str) -> dict[str, Any]:
+    """The JSON object ``text`` that ``name`` holds (a Variable, an environment variable); raises
+    ConfigError naming ``name`` and, for text that is not JSON, the line and column of the mistake."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{name} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f'{name} must be a JSON object ({{"key": value, ...}}), got {type(value).__name__}')
+    return value
+
+
+def check_keys(given: Iterable[str], known: Iterable[str], what: str) -> None:
+    """Raise ConfigError listing the keys of ``given`` that are not ``known`` (``what``: where they were
+    given, e.g. "key(s) in Variable 'chandra_ocr'"), with the known ones."""
+    names = sorted(known)
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise ConfigError(f"unknown {what}: {unknown}; known: {names}")
 
 
 def positive(value: Any, name: str) -> int | None:

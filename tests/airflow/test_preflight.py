@@ -1,4 +1,6 @@
-"""The ingest DAG's ``preflight`` through ``dag.test()``: a missing or empty source fails it, naming the path.
+"""The DAGs' ``preflight`` through ``dag.test()``: a missing or empty source fails it, naming the path; so
+does a mistaken setting, however it arrives (a malformed Variable, a misspelt Param, an unknown preset),
+before a knowledge base is written. Its log names where each setting came from.
 
 Relative settings resolve against ``$AIRFLOW_HOME`` (the session's, set in conftest.py), never the
 working folder; files skipped as still being written are named in the discover task's log.
@@ -6,9 +8,12 @@ working folder; files skipped as still being written are named in the discover t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from pathlib import Path
 
+import pytest
 from airflow_runs import run_dag
 
 
@@ -71,3 +76,70 @@ def test_files_still_being_written_are_named_in_the_discover_log(
     text = _log(capfd, caplog)
     assert "1 file(s) skipped as still being written" in text and "just-copied.pdf" in text
     assert "settle_seconds 0" in text
+
+
+@pytest.fixture
+def variable():
+    """Sets the Variable ``chandra_ocr`` in the metadata DB (as `airflow variables set`), removed after."""
+    from airflow.models.variable import Variable
+
+    yield lambda text: Variable.set("chandra_ocr", text)
+    Variable.delete("chandra_ocr")
+
+
+def test_a_malformed_variable_fails_preflight_naming_the_line_and_column(
+    tmp_path, capfd, caplog, samples, variable
+):
+    (tmp_path / "landing").mkdir()
+    shutil.copy(samples / "report.pdf", tmp_path / "landing")
+    kb = tmp_path / "kb"
+    variable(f'{{"source": "{tmp_path / "landing"}",\n "kb": "{kb}",\n}}')  # a trailing comma
+    run = run_dag("chandra_ocr_ingest")
+    _failed_at_preflight(run)
+    text = _log(capfd, caplog)
+    assert "Variable 'chandra_ocr' is not valid JSON: Expecting property name" in text
+    assert "at line 3, column 1; nothing ran" in text
+    assert not kb.exists() and not (Path(os.environ["AIRFLOW_HOME"]) / "kb").exists()
+
+
+@pytest.mark.parametrize("dag_id", ["chandra_ocr_ingest", "chandra_ocr_backfill", "chandra_ocr_vector_feed"])
+def test_a_misspelt_param_fails_preflight_with_the_known_ones(tmp_path, capfd, caplog, samples, dag_id):
+    (tmp_path / "landing").mkdir()
+    shutil.copy(samples / "report.pdf", tmp_path / "landing")
+    run = run_dag(dag_id, sorce=str(tmp_path / "landing"), kb=str(tmp_path / "kb"))
+    assert run.state == "failed" and run.states("preflight") == ["failed"], run.tasks
+    text = _log(capfd, caplog)
+    assert f"unknown Param(s) in the conf of this {dag_id} run: ['sorce']; known: [" in text
+    assert "'source'" in text.split("['sorce']; known:")[1].split("]")[0] and "nothing ran" in text
+    assert not (tmp_path / "kb").exists()
+
+
+ORIGINS = {"Param": "Param", "Variable": "Variable 'chandra_ocr'", "environment": "$CHANDRA_OCR_PRESET"}
+
+
+@pytest.mark.parametrize("where", sorted(ORIGINS))
+def test_an_unknown_preset_fails_preflight_and_the_log_says_where_each_setting_came_from(
+    tmp_path, capfd, caplog, samples, monkeypatch, variable, where
+):
+    (tmp_path / "landing").mkdir()
+    shutil.copy(samples / "report.pdf", tmp_path / "landing")
+    kb = tmp_path / "kb"
+    settings = {"source": str(tmp_path / "landing")}
+    params = {
+        "kb": str(kb),
+        "engine": "text",
+    }  # an engine that loads no model: the preset is checked all the same
+    if where == "environment":
+        monkeypatch.setenv("CHANDRA_OCR_PRESET", "olmocr3")
+    (params if where == "Param" else settings if where == "Variable" else {})["preset"] = "olmocr3"
+    variable(json.dumps(settings))
+    run = run_dag("chandra_ocr_backfill", **params)
+    _failed_at_preflight(run)
+    text = _log(capfd, caplog)
+    assert "preset 'olmocr3' is unknown; known presets: chandra2, lightonocr2, olmocr2, olmocr2-fp8" in text
+    assert f"preset = 'olmocr3'  ({ORIGINS[where]})" in text
+    assert f"kb = '{kb}'  (Param)" in text
+    assert f"source = '{tmp_path / 'landing'}'  (Variable 'chandra_ocr')" in text
+    assert "settle_seconds = 0.0  ($CHANDRA_OCR_SETTLE_SECONDS)" in text  # tests/conftest.py sets it
+    assert "batch_pages = 100  (default)" in text
+    assert not kb.exists()

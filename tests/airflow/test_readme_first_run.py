@@ -23,6 +23,7 @@ import pytest
 from kb_query import kb_rows
 
 from chandra_ocr.airflow.settings import DagSettings
+from chandra_ocr.airflow.setup import extract_tasks_per_gpu
 from chandra_ocr.testing.processes import signal_group, stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,7 +111,7 @@ def test_readme_commands_take_a_newcomer_to_a_finished_run(tmp_path: Path) -> No
     output = log.read_text(errors="replace")
     detail = output[-3000:] + _task_problems(home / "airflow" / "logs")
     assert code == 0, detail
-    per_gpu = DagSettings().extract_tasks_per_gpu  # one GPU: the GPU pool's slots are the tasks that share it
+    per_gpu = extract_tasks_per_gpu(DagSettings(), env)[0]  # one GPU's pool slots: the tasks that share it
     assert f"pools ready: chandra_ocr_gpu ({per_gpu} slots), chandra_ocr_loader (1 slot)" in output
     with sqlite3.connect(home / "airflow" / "airflow.db") as db:
         runs = db.execute("SELECT dag_id, run_type, state FROM dag_run ORDER BY id").fetchall()

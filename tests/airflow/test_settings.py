@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from chandra_ocr.airflow.preflight import check_run_paths
-from chandra_ocr.airflow.settings import DagSettings, RunConfig, resolve_run_config
+from chandra_ocr.airflow.settings import DagSettings, RunConfig, check_run_conf, resolve_run_config
 from chandra_ocr.errors import ConfigError
 
 
@@ -26,9 +26,40 @@ def test_dag_settings_defaults_and_environment():
         "gpu",
     )
     assert DagSettings.from_env({"CHANDRA_OCR_SCHEDULE": "none"}).schedule is None
-    assert s.pools() == {"chandra_ocr_gpu": 8, "chandra_ocr_loader": 1}  # 2 extract tasks per GPU
+    assert s.pools(s.extract_tasks_per_gpu) == {"chandra_ocr_gpu": 8, "chandra_ocr_loader": 1}  # 4 GPUs × 2
     with pytest.raises(ConfigError, match="CHANDRA_OCR_GPU_SLOTS|gpu_slots"):
         DagSettings.from_env({"CHANDRA_OCR_GPU_SLOTS": "two"})
+    with pytest.raises(ConfigError, match="CHANDRA_OCR_EXTRACT_TASKS_PER_GPU"):
+        DagSettings.from_env({"CHANDRA_OCR_EXTRACT_TASKS_PER_GPU": "0"})
+
+
+def test_extract_tasks_per_gpu_come_from_the_models_capacity_unless_set(monkeypatch):
+    from chandra_ocr.airflow import setup
+    from chandra_ocr.ocr import capacity
+    from chandra_ocr.ocr.presets import get_preset
+
+    settings = DagSettings.from_env({})
+    assert settings.extract_tasks_per_gpu is None
+    h100 = 81_559 / 1024  # GiB
+    n, why = setup.extract_tasks_per_gpu(settings, {}, gpu_memory_gib=h100)
+    assert n == capacity.plan_tasks_per_gpu(get_preset("olmocr2"), 100, int(h100 * 2**30)).tasks_per_gpu
+    assert "olmocr2" in why and "--gpu-memory-gib" in why
+    env = {"CHANDRA_OCR_PRESET": "chandra2", "CHANDRA_OCR_BATCH_PAGES": "400"}  # the deployment's own
+    n2, why2 = setup.extract_tasks_per_gpu(settings, env, gpu_memory_gib=h100)
+    assert n2 == capacity.plan_tasks_per_gpu(get_preset("chandra2"), 400, int(h100 * 2**30)).tasks_per_gpu
+    assert n2 < n and "400-page batch" in why2
+    monkeypatch.setattr(capacity, "visible_gpu_bytes", lambda: None)  # this machine has no GPU
+    assert setup.extract_tasks_per_gpu(settings, {})[0] == capacity.NO_GPU_TASKS
+    monkeypatch.setattr(capacity, "visible_gpu_bytes", lambda: int(h100 * 2**30))  # stands in for nvidia-smi
+    assert setup.extract_tasks_per_gpu(settings, {}) == (
+        n,
+        why.replace("--gpu-memory-gib", "this machine's GPU"),
+    )
+    fixed = DagSettings.from_env({"CHANDRA_OCR_EXTRACT_TASKS_PER_GPU": "3"})
+    assert setup.extract_tasks_per_gpu(fixed, env, gpu_memory_gib=h100) == (
+        3,
+        "CHANDRA_OCR_EXTRACT_TASKS_PER_GPU",
+    )
 
 
 def test_run_settings_resolve_param_then_variable_then_env_then_default(tmp_path, monkeypatch):
@@ -106,8 +137,56 @@ def test_run_config_round_trips_and_builds_discovery_filters():
         ({}, {"sauce": "/x"}, "unknown key"),
         ({}, {"options": {"chunk": {"max_tokens": 10, "overlap_tokens": 20}}}, "overlap"),
         ({}, {"options": {"pdf": {"wokers": 2}}}, "wokers"),
+        (
+            {},
+            '{"source": "/x",}',
+            r"Variable 'chandra_ocr' is not valid JSON: .* at line 1, column 17; nothing ran",
+        ),
+        ({}, '["/x"]', "Variable 'chandra_ocr' must be a JSON object"),
+        ({}, {"batch_pages": "ten"}, "Variable 'chandra_ocr' key 'batch_pages'='ten' is not a valid int"),
+        ({}, {"batch_pages": 2.5}, "Variable 'chandra_ocr' key 'batch_pages' must be a whole number"),
+        ({}, {"fail_on_incomplete": "ture"}, "key 'fail_on_incomplete'='ture' is not true or false"),
+        ({}, {"source": 5}, "Variable 'chandra_ocr' key 'source' must be text, got 5"),
+        ({"batch_pages": True}, None, "Param 'batch_pages' must be a whole number, got True"),
     ],
 )
 def test_bad_settings_are_config_errors(params, variable, match):
     with pytest.raises(ConfigError, match=match):
         resolve_run_config(params, variable, {})
+
+
+def test_every_way_a_setting_arrives_is_read_alike_and_recorded(tmp_path):
+    env = {
+        "AIRFLOW_HOME": str(tmp_path),
+        "CHANDRA_OCR_FAIL_ON_INCOMPLETE": "yes",
+        "CHANDRA_OCR_BATCH_PAGES": "7",
+    }
+    text = '{"settle_seconds": "5", "fail_on_incomplete": false,\n "options": {"chunk": {"max_tokens": 300}}}'
+    cfg = resolve_run_config({"batch_pages": 3, "rehash": False, "engine": None}, text, env)
+    options = cfg.ingest_options()
+    assert (options.batch_pages, options.pdf.settle_seconds, options.chunk.max_tokens) == (3, 5.0, 300)
+    assert cfg.origins == {
+        "source": "default", "source_conn_id": "default", "kb": "default", "engine": "default",
+        "preset": "default", "batch_pages": "Param", "settle_seconds": "Variable 'chandra_ocr'",
+        "fail_on_incomplete": "Variable 'chandra_ocr'", "vllm_conn_id": "default",
+        "options": "Variable 'chandra_ocr'", "rehash": "default", "reprocess": "default",
+        "max_documents": "default", "modified_since": "default", "modified_until": "default",
+    }  # fmt: skip
+    lines = cfg.provenance().splitlines()
+    assert (
+        "  batch_pages = 3  (Param)" in lines and "  settle_seconds = 5.0  (Variable 'chandra_ocr')" in lines
+    )
+    assert "  options = {'chunk.max_tokens': 300}  (Variable 'chandra_ocr')" in lines
+    assert f"  kb = '{tmp_path / 'kb'}'  (default)" in lines
+    assert resolve_run_config({}, "", env).origins["fail_on_incomplete"] == "$CHANDRA_OCR_FAIL_ON_INCOMPLETE"
+    assert resolve_run_config({}, None, env).ingest_options().fail_on_incomplete is True
+
+
+def test_a_run_conf_may_name_only_the_dags_params():
+    check_run_conf({"source": "/x", "kb": ""}, ["source", "kb", "engine"], "chandra_ocr_ingest")
+    with pytest.raises(ConfigError) as err:
+        check_run_conf({"sorce": "/x", "kb": "/k"}, ["source", "kb"], "chandra_ocr_backfill")
+    assert str(err.value) == (
+        "unknown Param(s) in the conf of this chandra_ocr_backfill run: ['sorce']; known: ['kb', 'source']; "
+        "nothing ran"
+    )

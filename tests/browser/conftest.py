@@ -5,15 +5,12 @@ on demand), the vector index; ``chandra-ingest serve`` on 127.0.0.1; one headles
 
 from __future__ import annotations
 
-import os
-import select
 import shutil
-import subprocess
-import sys
 
 import pytest
 from browser_kb import XSS_FILE, BrowserKb, fallback_document, xss_pdf
 from cdp import Browser
+from serving import serving, url_of
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.pipeline import run
@@ -40,25 +37,14 @@ def browser_kb(tmp_path_factory, samples) -> BrowserKb:
 
 @pytest.fixture(scope="session")
 def served(browser_kb):
-    """``chandra-ingest serve --kb KB --port 0``: the URL it prints; stopped at the end of the session."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chandra_ocr.cli", "serve", "--kb", str(browser_kb.root), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    try:
-        ready, _, _ = select.select([process.stdout], [], [], 120)  # it prints its URL once it listens
-        line = process.stdout.readline() if ready else ""
-        assert "http://127.0.0.1:" in line, line + process.stdout.read()
+    """The session's ``chandra-ingest serve`` of the test bench's KB: the line with its URL."""
+    with serving(browser_kb.root) as line:
         yield line
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")
 def base_url(served) -> str:
-    return "http://" + served.split("http://", 1)[1].split("/", 1)[0]
+    return url_of(served)
 
 
 @pytest.fixture(scope="session")

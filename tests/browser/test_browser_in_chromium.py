@@ -11,6 +11,7 @@ import urllib.request
 import pytest
 from browser_kb import FALLBACK_ID, PAYLOADS, XSS_FILE
 from PIL import Image
+from serving import serving, url_of
 
 pytestmark = pytest.mark.slow
 
@@ -197,6 +198,17 @@ def test_search_finds_chunks_and_tables_and_links_to_their_blocks(browser, base_
     browser.click("#chunk-hits li a")
     picked = browser.attrs("svg#page g.block.picked", "data-block")
     assert len(picked) == 1 and hits[0].endswith(f"?block={picked[0]}#block-{picked[0]}")
+
+
+def test_search_without_the_embed_extra_says_the_command_that_installs_it(browser, browser_kb, without_embed):
+    from chandra_ocr.extras import install_command
+
+    with serving(browser_kb.root, without_embed) as line:
+        browser.goto(url_of(line) + "/search?q=Millbrook")
+        (note,) = browser.texts("#hits-note")
+        assert note.startswith("vector search (feed and search) needs the 'embed' extra")
+        assert note.endswith(install_command("embed"))  # the index exists: installing is all it takes
+        assert browser.attrs("#table-hits tbody a", "href")  # table search needs no embeddings
 
 
 def test_document_text_cell_values_and_file_names_run_nothing(browser, base_url, browser_kb, tmp_path):

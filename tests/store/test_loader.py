@@ -26,11 +26,13 @@ def _doc(doc_id: str, texts: list[str]) -> tuple[Document, list[Chunk]]:
         ("k", "v"),
         "native",
         (
-            TableCell(0, 0, "k", is_header=True),
-            TableCell(0, 1, "v", is_header=True),
+            TableCell(0, 0, "k", is_header=True, header_level=1),
+            TableCell(0, 1, "v", is_header=True, header_level=1),
             TableCell(1, 0, "a"),
             TableCell(1, 1, "1"),
         ),
+        header_rows=1,
+        stub_head="k",
     )
     doc = Document(
         doc_id,

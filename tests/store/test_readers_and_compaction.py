@@ -163,3 +163,40 @@ def test_a_kb_duckdb_with_the_rows_in_tables_is_moved_into_parquet_files_by_its_
     assert _count(layout, "SELECT string_agg(doc_id ORDER BY doc_id) FROM chunks") == "new,old"
     assert _count(layout, "SELECT count(*) FROM duckdb_views() WHERE view_name = 'documents'") == 1
     assert len(list((tmp_path / "parquet" / "documents").glob("part-*.parquet"))) == 2
+
+
+def test_files_written_before_a_column_was_added_read_null_there_and_compact(tmp_path):
+    """A KB loaded before ``tables.header_rows`` / ``stub_head`` and ``table_cells.header_level``
+    existed: its next write gives kb.duckdb the new shape, old rows read NULL in the new columns,
+    new rows their values, and compaction merges old and new files."""
+    import pyarrow.parquet as pq
+
+    layout = KbLayout(tmp_path)
+    _stage(layout, "old", ["alpha"])
+    load_documents(layout, "r", ["old"])
+    added = {"tables": ["header_rows", "stub_head"], "table_cells": ["header_level"]}
+    for table, columns in added.items():  # the files as the earlier version wrote them
+        for path in (tmp_path / "parquet" / table).glob("part-*.parquet"):
+            pq.write_table(pq.read_table(path).drop_columns(columns), path)
+    con = duckdb.connect(str(layout.duckdb_path))
+    for table, columns in added.items():
+        for column in columns:
+            con.execute(f"ALTER TABLE kb_shape.{table} DROP COLUMN {column}")
+    con.execute("UPDATE kb_schema SET digest = 'before'")
+    con.close()
+
+    _stage(layout, "new", ["beta"])
+    load_documents(layout, "r", ["new"])
+    sql = "SELECT doc_id, header_rows, stub_head FROM tables ORDER BY doc_id"
+    con = connect(layout)
+    try:
+        assert con.execute(sql).fetchall() == [("new", 1, "k"), ("old", None, None)]
+        levels = con.execute(
+            "SELECT doc_id, header_level FROM table_cells WHERE is_header ORDER BY ALL"
+        ).fetchall()
+        assert levels == [("new", 1), ("new", 1), ("old", None), ("old", None)]
+    finally:
+        con.close()
+    compact_kb(layout)
+    assert _count(layout, "SELECT count(*) FROM tables WHERE header_rows IS NULL") == 1
+    assert _count(layout, "SELECT count(*) FROM kb_table_rows('old', 1, 1)") == 1

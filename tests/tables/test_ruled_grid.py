@@ -124,3 +124,19 @@ def test_touching_drawings_make_one_outline_per_group():
     shading = [(60.0, 80.0 + 12 * r, 300.0, 92.0 + 12 * r) for r in range(30)]  # rows drawn edge to edge
     apart = (400.0, 600.0, 450.0, 650.0)
     assert touching_groups([*shading, apart], (0.0, 0.0, 612.0, 792.0)) == [(60.0, 80.0, 300.0, 440.0), apart]
+
+
+def test_white_text_boxes_in_a_ruled_cell_draw_no_rules():
+    """A header cell filled white with a white text box per line in it (a word processor's text
+    boxes): white on white, the boxes' sides are no rules, so the cell keeps both lines."""
+    page = pymupdf.open().new_page(width=400, height=300)
+    _table(page, [["Name", ""], ["Alder", "12"]])
+    top = Y0 + 1
+    page.draw_rect((X0 + W + 1, top, X0 + 2 * W - 1, Y0 + H - 1), color=None, fill=(1, 1, 1))
+    for n, line in enumerate(["Read &", "Write"]):
+        page.draw_rect(
+            (X0 + W + 3, top + 1 + 11 * n, X0 + 2 * W - 3, top + 11 + 11 * n), color=None, fill=(1, 1, 1)
+        )
+        page.insert_text((X0 + W + 4, top + 9 + 11 * n), line, fontsize=8)
+    (table,) = native_tables(page)
+    assert _cells(table) == [["Name", "Read & Write"], ["Alder", "12"]]

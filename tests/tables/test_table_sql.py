@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 from contextlib import redirect_stdout
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import pymupdf
 import pytest
 
@@ -104,6 +106,55 @@ def test_relation_rows_and_search_view(kb):
         assert by_cell.fetchall() == [("twotables_2.pdf",)]
     finally:
         con.close()
+
+
+@pytest.mark.corpus
+def test_a_two_level_header_names_the_columns_and_the_rows_type_as_numbers(kb, corpus, tmp_path):
+    """twotables_2: "State" and "n" span both header rows, "Literacy Status" groups six columns over
+    the second; the body rows cast to numbers in SQL by their joined column names, and DuckDB's CSV
+    reader types the CLI's CSV of the table as numbers, row for row camelot's expected values."""
+    expected = json.loads((corpus / "camelot/camelot_expected_tables.json").read_text())["expected"]
+    body = expected["data_lattice_two_tables_1"][2:]  # camelot's table: two header rows, then the body
+    con = connect(kb, read_only=True)
+    try:
+        doc_id = resolve_document(con, "twotables_2.pdf")
+        shape = con.execute(
+            "SELECT header_rows, stub_head, header FROM tables WHERE doc_id = ? AND table_no = 1", [doc_id]
+        ).fetchone()
+        assert shape[:2] == (2, "State")
+        assert shape[2][:4] == [
+            "State",
+            "n",
+            "Literacy Status / Illiterate",
+            "Literacy Status / Read & Write",
+        ]
+        levels = con.execute(
+            "SELECT header_level, list(text ORDER BY col) FROM table_cells "
+            "WHERE doc_id = ? AND table_no = 1 AND is_header GROUP BY ALL ORDER BY ALL",
+            [doc_id],
+        ).fetchall()
+        assert levels[0] == (1, ["State", "n", "Literacy Status"])
+        assert levels[1][0] == 2 and levels[1][1][:2] == ["Illiterate", "Read & Write"]
+        typed = con.execute(
+            "SELECT r.record['State'], r.record['n']::INTEGER, "
+            "r.record['Literacy Status / Read & Write']::DOUBLE FROM kb_table_rows(?, 1, 1) r ORDER BY r.row",
+            [doc_id],
+        ).fetchall()
+        assert typed == [(row[0], int(row[1]), float(row[3])) for row in body]
+    finally:
+        con.close()
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["table", "--kb", str(kb.root), "twotables_2.pdf", "1", "1", "--csv"]) == 0
+    (tmp_path / "t.csv").write_text(out.getvalue(), encoding="utf-8")
+    types = dict(
+        duckdb.sql(f"DESCRIBE SELECT * FROM read_csv('{tmp_path / 't.csv'}')").fetchall()[i][:2]
+        for i in range(9)
+    )
+    assert types["State"] == "VARCHAR" and types["n"] == "BIGINT"
+    assert {types[f"Literacy Status / {name}"] for name in ("Illiterate", "Read & Write", "College")} == {
+        "DOUBLE"
+    }
 
 
 @pytest.mark.corpus

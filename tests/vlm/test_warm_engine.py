@@ -14,6 +14,7 @@ import pytest
 from vllm_server import KV_CACHE_GIB
 
 from chandra_ocr.errors import EngineError
+from chandra_ocr.ocr.capacity import in_flight_per_task
 from chandra_ocr.ocr.server_process import process_alive
 from chandra_ocr.ocr.vllm_engine import VllmOptions
 from chandra_ocr.ocr.warm_engine import WarmVllmEngine
@@ -62,7 +63,8 @@ def test_one_load_serves_later_tasks_other_settings_replace_it_and_a_dead_server
         new = server_record(folder)
         assert new["server_id"] != old["server_id"] and "--max-num-seqs" in new["argv"]
         assert not process_alive(old["supervisor_pid"]) and not process_alive(old["pgid"])
-        assert engine.in_flight_pages == 8 + 8 // 4  # sized from the server's max_num_seqs
+        # sized from the server's max_num_seqs: this task reads through it alone
+        assert engine.in_flight_pages == in_flight_per_task(8, 1) and engine.lease.sharing == 1
         # The server dies while pages are in flight: the run fails (EngineError, after the client's
         # retries) once the pages read before are out; the supervisor forgets the server and exits.
         results = engine.run(iter(rendered_pages))

@@ -36,8 +36,8 @@ def _run_config() -> RunConfig:
 
     from chandra_ocr.airflow.settings import VARIABLE, resolve_run_config
 
-    variable = Variable.get(VARIABLE, default_var=None, deserialize_json=True)
-    return resolve_run_config({}, variable, os.environ)
+    # the text, parsed by the run settings' own rules (a malformed Variable is an error, not defaults)
+    return resolve_run_config({}, Variable.get(VARIABLE, default_var=None), os.environ)
 
 
 class _RunSettingsTarget:

@@ -15,7 +15,8 @@ from chandra_ocr.airflow.operators import ConfiguredOperator
 from chandra_ocr.airflow.preflight import triggering_kbs
 from chandra_ocr.airflow.settings import DagSettings, RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
-from chandra_ocr.vector.feed import VectorFeed, embedding_runtime_installed
+from chandra_ocr.extras import embed_missing
+from chandra_ocr.vector.feed import VectorFeed
 from chandra_ocr.vector.outbox import export_changes
 from chandra_ocr.vector.target import CONN_ENV, VectorTarget
 
@@ -81,8 +82,9 @@ class VectorIndexOperator(ConfiguredOperator):
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         target = self._target()
-        if target is None and not embedding_runtime_installed():
-            raise AirflowSkipException("vector index skipped: install the 'embed' extra")
+        missing = embed_missing() if target is None else None
+        if missing:  # the outbox files stay: a run after the install applies them
+            raise AirflowSkipException(f"vector index skipped: {missing}")
         feed = VectorFeed(target)
         out = []
         for kb in sorted({e["kb"] for e in rendered(self.exports)}):

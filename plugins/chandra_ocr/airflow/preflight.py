@@ -17,19 +17,21 @@ from chandra_ocr.airflow.settings import (
     VARIABLE,
     RunConfig,
     base_dir,
+    check_run_conf,
     resolve_run_config,
 )
 from chandra_ocr.airflow.sources import run_source
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.preflight import check_run
+from chandra_ocr.run_settings import json_object
 
 log = logging.getLogger(__name__)
 
 
 class PreflightOperator(BaseOperator):
-    """Checks that the setup command created ``pools``, resolves the run's settings and checks them
-    (``check_run_paths``: the source, when ``needs_source``; the KB folder; passwords, engines) →
-    ``RunConfig`` dict.
+    """Checks that the setup command created ``pools`` and that the run's conf names only Params of its
+    DAG, resolves the run's settings (logging where each came from) and checks them (``check_run_paths``:
+    the source, when ``needs_source``; the KB folder; the preset, passwords, engines) → ``RunConfig`` dict.
 
     Tasks cannot read pools in Airflow 3 (no database access, and the Task SDK's API has no pool
     endpoint), so the setup command records the pools it created in the Variable
@@ -49,7 +51,8 @@ class PreflightOperator(BaseOperator):
         self.needs_source = needs_source
 
     def execute(self, context: Context) -> dict[str, Any]:
-        ready = Variable.get(POOLS_VARIABLE, default=None, deserialize_json=True) or {}
+        pools_text = Variable.get(POOLS_VARIABLE, default=None)
+        ready = json_object(pools_text, f"Variable {POOLS_VARIABLE!r}") if pools_text else {}
         missing = [p for p in self.pools if p not in ready]
         if missing:
             raise ConfigError(
@@ -57,15 +60,19 @@ class PreflightOperator(BaseOperator):
                 f"(or scripts/airflow-setup.sh), which creates them and records them in Variable "
                 f"{POOLS_VARIABLE!r}"
             )
-        variable = Variable.get(VARIABLE, default=None, deserialize_json=True)
+        if context.get("dag_run") is not None and self.has_dag():
+            check_run_conf(context["dag_run"].conf or {}, self.dag.params, self.dag.dag_id)
+        # the text, parsed here: deserialize_json=True turns text that is not JSON into "not set"
+        variable = Variable.get(VARIABLE, default=None)
         config = resolve_run_config(context["params"], variable, os.environ)
         kbs = triggering_kbs(context)
         if len(kbs) == 1:  # the feed: the knowledge base whose update started this run
-            config = dataclasses.replace(config, kb=kbs[0])
-        check_run_paths(config, os.environ, source=self.needs_source)
-        log.info("run settings: %s", config.describe())
+            origins = config.origins | {"kb": "the triggering asset event"}
+            config = dataclasses.replace(config, kb=kbs[0], origins=origins)
+        log.info("run settings (value, where it came from):\n%s", config.provenance())
         if kbs:
             log.info("knowledge base(s) of the triggering asset event(s): %s", ", ".join(kbs))
+        check_run_paths(config, os.environ, source=self.needs_source)
         return config.to_dict()
 
 

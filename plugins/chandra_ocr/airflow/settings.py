@@ -13,7 +13,7 @@ This module does not import Airflow; the tasks pass in the Params, the Variable 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any
 
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.run_settings import SETTINGS, convert, positive, run_env
+from chandra_ocr.run_settings import SETTINGS, check_keys, convert, json_object, positive, run_env
 from chandra_ocr.sources.entry import is_glob, is_url
 from chandra_ocr.stages import RunContext
 from chandra_ocr.store.layout import KbLayout
@@ -45,14 +45,22 @@ class DagSettings:
     gpu_pool: str = "chandra_ocr_gpu"  # CHANDRA_OCR_GPU_POOL
     gpu_slots: int = 1  # CHANDRA_OCR_GPU_SLOTS: the GPUs the GPU pool is for
     # CHANDRA_OCR_EXTRACT_TASKS_PER_GPU: extract tasks that share one GPU's warm model at once (the pool
-    # gets gpu_slots × this many slots), so one batch's tail overlaps the next batches' pages
-    extract_tasks_per_gpu: int = 4
+    # gets gpu_slots × this many slots), so one batch's tail overlaps the next batches' pages; None: the
+    # setup command derives it from the engine's capacity (chandra_ocr.ocr.capacity)
+    extract_tasks_per_gpu: int | None = None
     model_idle_timeout_s: float = 600.0  # CHANDRA_OCR_MODEL_IDLE_TIMEOUT_S: a warm model's idle time; 0: none
     loader_pool: str = "chandra_ocr_loader"  # CHANDRA_OCR_LOADER_POOL (1 slot: one DuckDB writer)
     gpu_queue: str = "gpu"  # CHANDRA_OCR_GPU_QUEUE: Celery/Edge queue of the GPU workers
     retries: int = 2  # CHANDRA_OCR_RETRIES: for the OCR and I/O tasks
     retry_delay_s: float = 120.0  # CHANDRA_OCR_RETRY_DELAY_S: first delay, doubled per retry
     ocr_timeout_min: float = 360.0  # CHANDRA_OCR_OCR_TIMEOUT_MIN: one batch's OCR task
+
+    def __post_init__(self) -> None:
+        if self.extract_tasks_per_gpu is not None and self.extract_tasks_per_gpu < 1:
+            raise ConfigError(
+                f"CHANDRA_OCR_EXTRACT_TASKS_PER_GPU must be ≥ 1, got {self.extract_tasks_per_gpu}; "
+                "leave it unset to size it from the model's capacity"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> DagSettings:
@@ -64,8 +72,8 @@ class DagSettings:
                 continue
             if f.name == "schedule":
                 values[f.name] = None if raw.lower() in ("none", "null") else raw
-            else:
-                values[f.name] = convert(f.name, raw, type(f.default))
+            else:  # a field without a default value (None) holds a number
+                values[f.name] = convert(f.name, raw, int if f.default is None else type(f.default))
         return cls(**values)
 
     def retry_args(self) -> dict[str, Any]:
@@ -84,9 +92,9 @@ class DagSettings:
             "execution_timeout": timedelta(minutes=self.ocr_timeout_min),
         }
 
-    def pools(self) -> dict[str, int]:
-        """Pool name → slots, as the setup command creates them."""
-        return {self.gpu_pool: self.gpu_slots * self.extract_tasks_per_gpu, self.loader_pool: 1}
+    def pools(self, tasks_per_gpu: int) -> dict[str, int]:
+        """Pool name → slots, as the setup command creates them (``tasks_per_gpu``: its resolved figure)."""
+        return {self.gpu_pool: self.gpu_slots * tasks_per_gpu, self.loader_pool: 1}
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,8 @@ class RunConfig:
     max_documents: int | None = None
     started_at: str | None = None  # when the run's preflight resolved these settings (ISO)
     source_conn_id: str | None = None  # the Airflow connection of an object-store source
+    # where each setting came from: "Param", "Variable 'chandra_ocr'", "$CHANDRA_OCR_…", "default"
+    origins: dict[str, str] = field(default_factory=dict)
 
     def ingest_options(self) -> IngestOptions:
         return IngestOptions.from_dict(self.options)
@@ -138,6 +148,26 @@ class RunConfig:
             f"fail_on_incomplete={o.fail_on_incomplete}{window}"
         )
 
+    def provenance(self) -> str:
+        """Each run setting with its value and where it came from (Param, Variable, environment,
+        default), one per line, for the preflight's log."""
+        o = self.ingest_options()
+        values: dict[str, Any] = {
+            "source": self.source, "kb": self.kb, "vllm_conn_id": self.vllm_conn_id,
+            "source_conn_id": self.source_conn_id, "max_documents": self.max_documents,
+            "modified_since": self.modified_since, "modified_until": self.modified_until,
+        }  # fmt: skip
+        own, defaults = {s.option for s in AIRFLOW_SETTINGS}, _leaves(IngestOptions().to_dict())
+        # `options`: the options it changed from the library's defaults (besides the settings' own)
+        values["options"] = {
+            k: v for k, v in _leaves(o.to_dict()).items() if k not in own and v != defaults[k]
+        }
+        lines = []
+        for s in AIRFLOW_SETTINGS:
+            value = values[s.name] if s.name in values else s.get(o)
+            lines.append(f"  {s.name} = {value!r}  ({self.origins.get(s.name, 'default')})")
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -147,22 +177,27 @@ class RunConfig:
 
 
 def resolve_run_config(
-    params: Mapping[str, Any], variable: Mapping[str, Any] | None, environ: Mapping[str, str]
+    params: Mapping[str, Any], variable: str | Mapping[str, Any] | None, environ: Mapping[str, str]
 ) -> RunConfig:
-    """Resolve one run's settings (Param → Variable → environment → default); raises ConfigError."""
-    variable = dict(variable or {})
-    keys = run_env()
-    unknown = sorted(set(variable) - set(keys))
-    if unknown:
-        raise ConfigError(f"unknown key(s) in Variable {VARIABLE!r}: {unknown}; known: {sorted(keys)}")
+    """Resolve one run's settings (Param → Variable → environment → default); raises ConfigError.
+
+    ``variable`` is the Variable's text as Airflow stores it (parsed here: ``variable_settings``), or
+    its parsed value. Every value is checked the same way, wherever it comes from (``Setting.coerce``);
+    the config records where each came from (``origins``)."""
+    if variable is None or isinstance(variable, str):
+        variable = variable_settings(variable)
+    check_keys(variable, run_env(), f"key(s) in Variable {VARIABLE!r}")
     given: dict[str, Any] = {}
+    origins: dict[str, str] = {}
     for s in AIRFLOW_SETTINGS:
-        if params.get(s.name) not in (None, ""):
-            given[s.name] = params[s.name]
+        param = params.get(s.name)
+        if param not in (None, "") and not (param is False and s.env is None):  # unticked: the default
+            given[s.name], origins[s.name] = s.coerce(param, f"Param {s.name!r}"), "Param"
         elif s.name in variable:
-            given[s.name] = variable[s.name]
+            where = f"Variable {VARIABLE!r}"
+            given[s.name], origins[s.name] = s.coerce(variable[s.name], f"{where} key {s.name!r}"), where
         elif s.env and environ.get(s.env):
-            given[s.name] = s.convert(environ[s.env])
+            given[s.name], origins[s.name] = s.convert(environ[s.env]), f"${s.env}"
     value = {s.name: given.get(s.name, s.default) for s in AIRFLOW_SETTINGS}
     base = base_dir(environ)
     return RunConfig(
@@ -175,7 +210,32 @@ def resolve_run_config(
         modified_until=_iso(value["modified_until"], "modified_until"),
         max_documents=positive(value["max_documents"], "max_documents"),
         started_at=datetime.now(UTC).isoformat(),
+        origins={s.name: origins.get(s.name, "default") for s in AIRFLOW_SETTINGS},
     )
+
+
+def variable_settings(text: str | None) -> dict[str, Any]:
+    """The run settings in the text of the Variable ``chandra_ocr`` (none when it is not set). Text that is
+    not a JSON object fails the run at preflight, naming the line and column: a Variable Airflow could not
+    read would otherwise leave the run on defaults."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        return json_object(text, f"Variable {VARIABLE!r}")
+    except ConfigError as e:
+        raise ConfigError(
+            f"{e}; nothing ran: fix it under Admin → Variables or with `airflow variables set {VARIABLE} "
+            "'{...}'`"
+        ) from None
+
+
+def check_run_conf(conf: Mapping[str, Any], params: Iterable[str], dag_id: str) -> None:
+    """The keys of a run's conf are Params of its DAG (``params``): a misspelt Param would otherwise be
+    dropped and the run go on with the Variable's or the default value; raises ConfigError."""
+    try:
+        check_keys(conf, params, f"Param(s) in the conf of this {dag_id} run")
+    except ConfigError as e:
+        raise ConfigError(f"{e}; nothing ran") from None
 
 
 def _ingest_options(given: Mapping[str, Any], extra: Any) -> IngestOptions:
@@ -187,8 +247,19 @@ def _ingest_options(given: Mapping[str, Any], extra: Any) -> IngestOptions:
     for s in AIRFLOW_SETTINGS:
         if s.option is None or s.name not in given or (s.type is bool and not given[s.name]):
             continue
-        s.put(values, s.type(given[s.name]) if s.type in (bool, int, float) else given[s.name])
+        s.put(values, given[s.name])
     return IngestOptions.from_dict(values)
+
+
+def _leaves(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested option dicts → {"pdf.workers": 2, ...} (the pdf and chunk groups as dotted names)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in ("pdf", "chunk") and isinstance(value, Mapping):
+            out |= _leaves(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def base_dir(environ: Mapping[str, str]) -> Path:

@@ -25,6 +25,7 @@ from jinja2 import Environment, FileSystemLoader
 from chandra_ocr.browser import queries
 from chandra_ocr.browser.images import PageImages, SourceUnavailable
 from chandra_ocr.errors import ConfigError, NotFoundError
+from chandra_ocr.extras import embed_missing
 from chandra_ocr.store.duckdb_store import connect
 from chandra_ocr.store.layout import KbLayout
 
@@ -63,7 +64,12 @@ class _Search:
         from chandra_ocr.vector.index import index_path
 
         index_dir = default_index_dir(layout)
-        if not index_path(index_dir).is_file():
+        built, missing = index_path(index_dir).is_file(), embed_missing()
+        if missing:
+            return [], missing + (
+                "" if built else f"; then `chandra-ingest feed --kb {layout.root}` builds the index"
+            )
+        if not built:
             return [], f"no vector index yet: run `chandra-ingest feed --kb {layout.root}` to build it"
         try:
             with self._lock:
@@ -93,6 +99,11 @@ def create_app(
         root = request.scope.get("root_path", "").rstrip("/")
         html = env.get_template(name).render(root=root, title=title, colours=LABEL_COLOURS, **values)
         return HTMLResponse(html, status_code=status_code, headers={"Content-Security-Policy": CSP})
+
+    @app.exception_handler(ConfigError)
+    def settings_error(request: Request, error: ConfigError) -> HTMLResponse:
+        """A setting the browser cannot use (under Airflow: e.g. a malformed Variable): its message."""
+        return render(request, "error.html", 500, message=str(error))
 
     def read(request: Request, name: str, fill: Callable[[duckdb.DuckDBPyConnection, KbTarget], dict]):
         kb = target()

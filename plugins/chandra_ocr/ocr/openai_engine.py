@@ -100,6 +100,7 @@ class OpenAIEngine(VlmEngine):
             api_key=self.options.api_key or "EMPTY",
             max_retries=0,  # retries are ours: logged, bounded, and mapped to EngineError
             timeout=self.options.timeout_s,
+            http_client=_http_client(openai, self.options.max_in_flight),
         )
         try:
             self.model = self._call(self._check_server())
@@ -316,6 +317,16 @@ class OpenAIEngine(VlmEngine):
         except (oa.BadRequestError, oa.UnprocessableEntityError, oa.ConflictError) as e:
             log.warning("server rejected %s: %s", what, _describe(e))
             return f"rejected: {_describe(e)}"
+
+
+def _http_client(openai: Any, in_flight: int) -> Any:
+    """The client's connection pool: a kept-alive connection per request in flight (the library keeps
+    100, so a task with more in flight would open a new connection for every page past them)."""
+    import httpx
+
+    room = in_flight + 8  # and the health checks beside the pages
+    limits = httpx.Limits(max_connections=room, max_keepalive_connections=room)
+    return openai.DefaultAsyncHttpxClient(limits=limits)
 
 
 def _png_data_url(image: Any) -> str:

@@ -251,7 +251,10 @@ def get_preset(name: str, **overrides: Any) -> Preset:
     presets = known_presets()
     preset = presets.get(name)
     if preset is None:
-        raise ConfigError(f"unknown preset {name!r}; known presets: {', '.join(sorted(presets))}")
+        raise ConfigError(
+            f"preset {name!r} is unknown; known presets: {', '.join(sorted(presets))} (a deployment adds "
+            f"its own with ${PRESET_MODULES_ENV})"
+        )
     fields = {f.name for f in dataclasses.fields(Preset)}
     unknown = sorted(set(overrides) - fields)
     if unknown:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from chandra_ocr.document import PageRequest, PageResult
+from chandra_ocr.ocr.capacity import in_flight_per_task
 from chandra_ocr.ocr.openai_engine import OpenAIEngine, ServerOptions
 from chandra_ocr.ocr.presets import Preset
 from chandra_ocr.ocr.vllm_args import VllmOptions
@@ -93,7 +94,7 @@ class WarmVllmEngine(OpenAIEngine):
         self.lease = lease
         in_flight = self.vllm_options.in_flight_pages
         if in_flight is None and lease.max_num_seqs:
-            in_flight = lease.max_num_seqs + lease.max_num_seqs // 4
+            in_flight = in_flight_per_task(lease.max_num_seqs, lease.sharing)
         self.options = dataclasses.replace(
             self.options,
             base_url=lease.base_url,
@@ -108,6 +109,14 @@ class WarmVllmEngine(OpenAIEngine):
             raise
         if lease.loaded_here:
             log.info("model loaded for this GPU in %.1f s (server %s)", lease.load_s, lease.server_id)
+        if lease.max_num_seqs:
+            log.info(
+                "the model runs up to %d pages at once; %d task(s) read through it, this one keeps up to %d "
+                "pages in flight",
+                lease.max_num_seqs,
+                lease.sharing,
+                self.options.max_in_flight,
+            )
         else:
             log.info(
                 "warm model found (server %s, loaded %.0f s ago in %.1f s); ready in %.1f s",

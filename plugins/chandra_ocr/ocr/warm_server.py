@@ -96,6 +96,7 @@ class Lease:
     load_s: float  # seconds from that start to ready
     loaded_here: bool  # this task started it
     max_num_seqs: int | None  # the server's running-batch limit, when the engine args set it
+    sharing: int  # live leases on the server once it was ready for this one, itself included
     path: Path  # the lease file
 
 
@@ -147,6 +148,8 @@ class WarmServers:
             time.sleep(2.0)
         try:
             server = self._wait_ready(server["server_id"], deadline)
+            with self._locked():  # counted once ready: the tasks that came during a load count too
+                sharing = len(self._live_leases())
         except BaseException:
             self.release(path)
             raise
@@ -158,6 +161,7 @@ class WarmServers:
             load_s=server["ready_at"] - server["started_at"],
             loaded_here=server["server_id"] == started,
             max_num_seqs=server.get("max_num_seqs"),
+            sharing=sharing,
             path=path,
         )
 

@@ -78,28 +78,29 @@ def newest_mark(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def live_rows_sql(layout: KbLayout, files: list[DataFile], newest: int) -> str:
-    """A SELECT of the rows of ``files`` that still count (``newest``: ``newest_mark``): files without
-    superseded documents are read together, every other one alone, less the documents superseded
-    after it was written."""
+    """A SELECT of the rows of ``files`` (of one table) that still count (``newest``: ``newest_mark``):
+    files without superseded documents are read together, every other one alone, less the documents
+    superseded after it was written. Columns are the table's shape (``kb_shape``), by name: a file
+    written before a column was added reads NULL there."""
     clean = [f for f in files if f.gen >= newest]
-    parts = []
+    parts = [f"SELECT * FROM kb_shape.{files[0].table}"]  # a fixed identifier
     if clean:
-        parts.append(
-            f"SELECT * FROM read_parquet([{', '.join(quote(str(f.snapshot(layout))) for f in clean)}])"
-        )
+        paths = ", ".join(quote(str(f.snapshot(layout))) for f in clean)
+        parts.append(f"SELECT * FROM read_parquet([{paths}], union_by_name = true)")
     for f in files:
         if f.gen < newest:
             parts.append(
                 f"SELECT * FROM read_parquet({quote(str(f.snapshot(layout)))}) "
                 f"WHERE doc_id NOT IN (SELECT doc_id FROM kb_superseded WHERE gen > {int(f.gen)})"
             )
-    return "\nUNION ALL\n".join(parts)
+    return "\nUNION ALL BY NAME\n".join(parts)
 
 
 def create_shapes(con: duckdb.DuckDBPyConnection) -> None:
-    """Schema ``kb_shape``: each dataset table empty, with its column types (a view without files)."""
+    """Schema ``kb_shape``: each dataset table empty, with its column types (a view without files);
+    replaced, so a kb.duckdb made before a column was added gets it."""
     con.execute("CREATE SCHEMA IF NOT EXISTS kb_shape")
-    con.execute(dataset_ddl("kb_shape"))
+    con.execute(dataset_ddl("kb_shape").replace("CREATE TABLE IF NOT EXISTS", "CREATE OR REPLACE TABLE"))
 
 
 def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:

@@ -94,6 +94,8 @@ def document_rows(
                     "source": t.source,
                     "caption": t.caption,
                     "html": t.html,
+                    "header_rows": t.header_rows,
+                    "stub_head": t.stub_head,
                 }
             )
             rows["table_cells"].extend(
@@ -105,6 +107,7 @@ def document_rows(
                     "colspan": c.colspan,
                     "is_header": c.is_header,
                     "text": c.text,
+                    "header_level": c.header_level,
                 }
                 for c in t.cells
             )

@@ -251,6 +251,14 @@ def _rtl(word: str) -> bool:
     return word[0] >= "\u0590" and unicodedata.bidirectional(word[0]) in ("R", "AL")
 
 
+def joined_lines(first: str, second: str) -> str:
+    """The text of a cell's two lines: joined by a space, but none after a word broken at a hyphen
+    ("Non-" + "Negligent")."""
+    if len(first) >= 2 and first[-1] == "-" and first[-2].isalpha():
+        return first + second
+    return f"{first} {second}"
+
+
 def is_number(text: str) -> bool:
     return bool(_NUMERIC.fullmatch(text.strip()))
 

@@ -18,12 +18,15 @@ Grid rules (shared by every source):
   cell is a number other than a year (with the rows its cells span down to: a second header row
   under a spanning one); a first row of one cell spanning the table (a title) is passed over and
   counted as a header row. Markdown tables: the row above the delimiter row.
-  Only cells in header rows get ``is_header`` (``<th>`` row headers in the body do not), and
-  ``Table.header`` holds one label per column: the column's header cells top to bottom, a cell
-  spanning several columns (a group label) followed by " / ", a cell of this column only (a
-  wrapped line of one label: "Inference" over "time (secs)") by a space; a cell spanning rows
-  counts once, empty ones not at all; title rows (one cell spanning every column) are left out —
-  a title becomes the table's caption when it has none.
+  Only cells in header rows get ``is_header`` (``<th>`` row headers in the body do not) and a
+  ``header_level`` (the header row they start in, from 1); ``Table.header_rows`` counts the header
+  rows, and ``Table.header`` holds one label per column: the column's header cells top to bottom,
+  a cell spanning several columns (a group label) followed by " / " ("Literacy Status / Read &
+  Write"), a cell of this column only (a wrapped line of one label: "Inference" over "time
+  (secs)") by a space; a cell spanning rows counts once, empty ones not at all; title rows (one
+  cell spanning every column) are left out — a title becomes the table's caption when it has none.
+  ``Table.stub_head`` is the first column's label when that column holds row labels (text, not
+  numbers, in most body rows).
 """
 
 from __future__ import annotations
@@ -131,9 +134,7 @@ def with_header_rows(table: Table, n_header: int) -> Table:
     rows: dict[int, list[tuple[str, int, int]]] = {}
     for cell in table.cells:  # row by row, left to right
         rows.setdefault(cell.row, []).append((cell.text, cell.rowspan, cell.colspan))
-    cells = tuple(dataclasses.replace(c, is_header=c.row < n_header) for c in table.cells)
-    marked = dataclasses.replace(table, cells=cells, html=_markup(list(rows.values()), n_header))
-    return _with_header(marked, n_header)
+    return _with_header(dataclasses.replace(table, html=_markup(list(rows.values()), n_header)), n_header)
 
 
 def _markup(rows: list[list[tuple[str, int, int]]], n_header: int) -> str:
@@ -363,23 +364,29 @@ def _build(
         log.warning("table %d truncated to %d rows × %d columns (grid limit)", table_no, n_rows, n_cols)
     n_header = min(n_header, n_rows)
     cells = tuple(
-        TableCell(r, c, cell.text, min(rs, n_rows - r), cs, is_header=r < n_header)
-        for r, c, rs, cs, cell in placed
-        if r < n_rows
+        TableCell(r, c, cell.text, min(rs, n_rows - r), cs) for r, c, rs, cs, cell in placed if r < n_rows
     )
     table = Table(table_no, bbox, n_rows, n_cols, (), source, cells, html=html, caption=caption)
     return _with_header(table, n_header)
 
 
 def _with_header(table: Table, n_header: int) -> Table:
-    """Column labels from the header rows; a header row of one cell spanning every column is a title
-    (the caption, when the table has none), not part of every column's name."""
+    """``table`` with its first ``n_header`` rows as the header: cells marked with their level, column
+    labels (a header row of one cell spanning every column is a title: the caption, when the table
+    has none, not part of every column's name) and the stub head."""
+    cells = tuple(
+        dataclasses.replace(
+            c, is_header=c.row < n_header, header_level=c.row + 1 if c.row < n_header else None
+        )
+        for c in table.cells
+    )
+    table = dataclasses.replace(table, cells=cells, header_rows=n_header)
     if not n_header:
         return table
-    titles = [c for c in table.cells if c.row < n_header and c.colspan == table.n_cols and table.n_cols > 1]
+    titles = [c for c in cells if c.row < n_header and c.colspan == table.n_cols and table.n_cols > 1]
     skip = {c.row for c in titles}
     caption = table.caption or (titles[0].text if titles else None)
-    head = [cell for cell in table.cells if cell.row < n_header and cell.row not in skip and cell.text]
+    head = [cell for cell in cells if cell.row < n_header and cell.row not in skip and cell.text]
     labels = []
     for col in range(table.n_cols):
         label, last = "", None
@@ -390,4 +397,15 @@ def _with_header(table: Table, n_header: int) -> Table:
                 label += (" / " if last.colspan > 1 else " ") + cell.text
             last = cell
         labels.append(label)
-    return dataclasses.replace(table, header=tuple(labels), caption=caption)
+    stub = labels[0] if _row_labels(table, head) else None
+    return dataclasses.replace(table, header=tuple(labels), caption=caption, stub_head=stub)
+
+
+def _row_labels(table: Table, head: list[TableCell]) -> bool:
+    """Whether the first column holds row labels: text other than numbers in most body rows, under a
+    header of its own (no label over it spans further columns)."""
+    if table.n_cols < 2 or any(c.col == 0 and c.colspan > 1 for c in head):
+        return False
+    first = [c.text for c in table.cells if c.col == 0 and not c.is_header and c.colspan == 1]
+    labels = sum(1 for t in first if t and not _is_numeric(t))
+    return labels > 0 and 2 * labels >= table.n_rows - table.header_rows

@@ -89,18 +89,28 @@ def _to_table(st: StreamTable) -> Table:
 
 
 def _padded(st: StreamTable) -> list[list[tuple[str, int, int]]]:
-    """Rows of (text, rowspan, colspan) with empty cells where a row has no text in a column."""
+    """Rows of (text, rowspan, colspan) with empty cells where a row has no text in a column (nor a
+    cell spanning down from a row above)."""
     rows: list[list[tuple[str, int, int]]] = []
-    by_row: dict[int, list[tuple[int, int, str]]] = {}
-    for r, c, _rs, cs, text in st.cells:
-        by_row.setdefault(r, []).append((c, cs, text))
+    by_row: dict[int, list[tuple[int, int, int, str]]] = {}
+    for r, c, rs, cs, text in st.cells:
+        by_row.setdefault(r, []).append((c, rs, cs, text))
+    below: set[tuple[int, int]] = set()  # positions covered by a cell spanning down from above
     for r in range(st.n_rows):
-        row, col = [], 0
-        for c, cs, text in sorted(by_row.get(r, [])):
-            row += [("", 1, 1)] * (c - col)
-            row.append((text, 1, cs))
-            col = c + cs
-        row += [("", 1, 1)] * (st.n_cols - col)
+        row: list[tuple[str, int, int]] = []
+        cells = {c: (rs, cs, text) for c, rs, cs, text in by_row.get(r, [])}
+        col = 0
+        while col < st.n_cols:
+            if (r, col) in below:
+                col += 1
+            elif col in cells:
+                rs, cs, text = cells[col]
+                row.append((text, rs, cs))
+                below |= {(r + k, col + j) for k in range(1, rs) for j in range(cs)}
+                col += cs
+            else:
+                row.append(("", 1, 1))
+                col += 1
         rows.append(row)
     return rows
 

@@ -16,20 +16,19 @@ read here, before ``tables/stream.py`` sees the rest:
   their cells holding two gap-separated segments are boxes of a form, not columns: left to word
   alignment.
 - Rows are the text's visual lines. A line continues the row above it (a multi-line cell) when
-  it fills fewer columns than that row's first line, only columns that line fills, half of them
+  it fills fewer columns than that row, only columns that row fills, half of them
   at most or no numbers, and either leaves the first column empty, is indented (a hanging
   indent) or is in a band between two rules that holds that one row only. A line filling only
   columns no other line of its band fills holds cells spanning the band's rows: it joins the
   band's first row. Never across a rule.
 - Header rows: lines set just above the frame's top rule (a table ruled from below its header),
   else the rows of its first band (``MAX_HEADER`` at most, without numbers in half their cells),
-  else ``stream.header_rows``. Header lines below the fullest header row, in its band and
-  its columns, join it (the last lines of cells set around the others' middle); rows above it
-  (group labels) stay rows, and a label over a shorter rule spans the columns the rule covers, a
-  label between column rules that cross its line, over columns whose rules start below it, spans
-  those columns.
-  A leading line of one segment running over column rules, or in a band of such lines only, is
-  a title, left as text.
+  else ``stream.header_rows``. A label between column rules that cross its line, over columns
+  whose rules start below it, spans those columns (``_between_rules``); the header's lines then
+  make its levels (``tables/header.py``: a label's wrapped lines joined, a label over a shorter
+  rule spanning the columns the rule covers, a label with nothing above it spanning up).
+  A leading row of one-segment lines running over column rules, or in a band of such lines only,
+  is a title, left as text.
 - The guards of ``stream.plausible`` (prose, lists, tables of contents, code).
 """
 
@@ -48,7 +47,8 @@ from chandra_ocr.tables.alignment import (
     words_box,
 )
 from chandra_ocr.tables.frames import SAME, Frame
-from chandra_ocr.tables.rules import Box, Word
+from chandra_ocr.tables.header import header_levels, spanned_up
+from chandra_ocr.tables.rules import Box, Word, merge_edges
 from chandra_ocr.tables.stream import MAX_WORDS, header_rows, plausible
 
 PROSE_LINES = 3  # a band with this many lines of long segments holds running text
@@ -167,52 +167,27 @@ def _table(lines: list[Row], frame: Frame) -> StreamTable | None:
     bands = [Row(lines[a].y0, lines[b - 1].y1) for a, b in spans]
     box = words_box([w for a, b in spans for r in lines[a:b] for w in r.words])
     n_header = lead or _first_band(rows, spans, lines, frame) or header_rows(rows, bands, h_rules, box)
-    if not lead:
-        rows, spans, n_header = _one_header_row(rows, spans, lines, frame, n_header)
-    rows = _underlined(rows, spans, lines, frame, cols, n_header)
-    rows = _between_rules(rows, spans, lines, frame, n_header)
+    head = range(spans[0][0], spans[n_header - 1][1] if n_header else 0)
+    boxed = _between_rules([cells[i] for i in head], [_mid(lines[i]) for i in head], frame)
+    bands_of = [(lines[i].y0, lines[i].y1) for i in head]
+    levels, _ = header_levels(boxed, bands_of, merge_edges(h_rules + frame.partial), cols)
     used = frozenset(w[8] for a, b in spans for r in lines[a:b] for w in r.words)
-    flat = [(i, c, 1, span, text) for i, row in enumerate(rows) for c, span, text in row]
-    return StreamTable(box, len(rows), len(cols), flat, n_header, used)
+    body = [
+        (len(levels) + i, c, 1, span, text) for i, row in enumerate(rows[n_header:]) for c, span, text in row
+    ]
+    return StreamTable(
+        box, len(levels) + len(rows) - n_header, len(cols), spanned_up(levels) + body, len(levels), used
+    )
 
 
-def _underlined(
-    rows: list[list[Cell]],
-    spans: list[tuple[int, int]],
-    lines: list[Row],
-    frame: Frame,
-    cols: list[tuple[float, float]],
-    n_header: int,
-) -> list[list[Cell]]:
-    """Header rows with a label over a shorter rule made one cell spanning the columns the rule
-    covers (a group label: "TEDs" over "simple", "complex" and "all")."""
-    starts = [c[0] for c in cols]
+def _between_rules(rows: list[list[Cell]], mids: list[float], frame: Frame) -> list[list[Cell]]:
+    """Labels of the header rows above the last one (each row's middle at ``mids``) made one cell
+    spanning the columns between the column rules that cross their line, when the rules between
+    those columns start below it (a group label boxed over its columns: "Pre-Pawn" over "Handgun",
+    "Long Gun" and "*Other")."""
     out = list(rows)
-    for i in range(min(n_header, len(rows) - 1)):
-        a, b = spans[i]
-        low, high = min(r.y1 for r in lines[a:b]), lines[b].y0 if b < len(lines) else frame.box[3]
-        for y, x0, x1 in frame.partial:
-            if not low - _TOL <= y <= high + _TOL:
-                continue
-            first = max(bisect.bisect_right(starts, x0 + SAME) - 1, 0)
-            last = max(bisect.bisect_right(starts, x1 - SAME) - 1, first)
-            inside = [cell for cell in out[i] if first <= cell[0] <= last]
-            if len(inside) == 1:
-                rest = [cell for cell in out[i] if not first <= cell[0] <= last]
-                out[i] = sorted([*rest, (first, last - first + 1, inside[0][2])])
-    return out
-
-
-def _between_rules(
-    rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_header: int
-) -> list[list[Cell]]:
-    """Labels of the header rows above the last one made one cell spanning the columns between the
-    column rules that cross their line, when the rules between those columns start below it (a
-    group label boxed over its columns: "Pre-Pawn" over "Handgun", "Long Gun" and "*Other")."""
-    out = list(rows)
-    for i in range(min(n_header, len(rows)) - 1):
-        mid = _mid(lines[spans[i][0]])
-        crossing = [n for n, x in enumerate(frame.xs) if any(_crosses(v, x, mid) for v in frame.columns)]
+    for i in range(len(rows) - 1):
+        crossing = [n for n, x in enumerate(frame.xs) if any(_crosses(v, x, mids[i]) for v in frame.columns)]
         for c, span, text in rows[i]:  # rule n separates columns n and n + 1
             first = max((n + 1 for n in crossing if n < c), default=0)
             last = min((n for n in crossing if n >= c + span - 1), default=len(frame.xs))
@@ -241,9 +216,9 @@ def _first_band(rows: list[list[Cell]], spans: list[tuple[int, int]], lines: lis
 def _is_title(
     rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_cols: int
 ) -> bool:
-    """Whether the first row is a title: a line of one segment running over column rules, or with
-    no line of more segments in its band."""
-    if spans[0][1] - spans[0][0] != 1 or len(lines[spans[0][0]].segs) != 1 or n_cols < 3:
+    """Whether the first row is a title: lines of one segment, running over column rules, or with no
+    line of more segments in their band."""
+    if any(len(lines[k].segs) != 1 for k in range(*spans[0])) or n_cols < 3:
         return False
     if len(rows[0]) >= 2 or rows[0][0][1] >= 2:
         return True
@@ -293,9 +268,8 @@ def _records(
     starts: dict[int, int] = {}  # band → its first row
     for i, line in enumerate(cells):
         if rows and band[spans[-1][0]] == band[i] and band[i] >= 0:
-            first = cells[spans[-1][0]]
             indented = lines[i].segs[0].x0 - left >= lines[i].height  # a hanging indent
-            if _continues(line, first) and (line[0][0] != 0 or indented or single[band[i]]):
+            if _continues(line, rows[-1]) and (line[0][0] != 0 or indented or single[band[i]]):
                 rows[-1] = _joined(rows[-1], line)
                 spans[-1] = (spans[-1][0], i + 1)
                 continue
@@ -325,7 +299,7 @@ def _one_record(cells: list[list[Cell]], band: list[int], b: int) -> bool:
 
 
 def _continues(line: list[Cell], first: list[Cell]) -> bool:
-    """Whether ``line`` fills fewer columns than ``first``, only columns it fills, and half of them at
+    """Whether ``line`` fills fewer columns than ``first`` (a row), only columns it fills, and half of them at
     most or no numbers."""
     mine, theirs = {c for c, _, _ in line}, {c for c, _, _ in first}
     if not mine < theirs:
@@ -340,25 +314,3 @@ def _joined(row: list[Cell], line: list[Cell]) -> list[Cell]:
         prev = by_col.get(c)
         by_col[c] = (c, prev[1], f"{prev[2]} {text}") if prev else (c, span, text)
     return [by_col[c] for c in sorted(by_col)]
-
-
-def _one_header_row(
-    rows: list[list[Cell]], spans: list[tuple[int, int]], lines: list[Row], frame: Frame, n_header: int
-) -> tuple[list[list[Cell]], list[tuple[int, int]], int]:
-    """Header rows below the fullest one, in its band and only in columns it fills, joined to it
-    (the last lines of header cells set around the others' middle: "operators" under "Cost on
-    U.S."); and the number of header rows then. Rows above it (spanning group labels) stay."""
-    if n_header < 2:
-        return rows, spans, n_header
-    main = max(range(n_header), key=lambda i: len(rows[i]))
-    band = _band(frame, lines[spans[main][0]])
-    end = main + 1
-    while end < n_header and _band(frame, lines[spans[end][0]]) == band and _within(rows[end], rows[main]):
-        rows[main] = _joined(rows[main], rows[end])
-        spans[main] = (spans[main][0], spans[end][1])
-        end += 1
-    return rows[: main + 1] + rows[end:], spans[: main + 1] + spans[end:], n_header - (end - main - 1)
-
-
-def _within(row: list[Cell], other: list[Cell]) -> bool:
-    return {c for c, _, _ in row} <= {c for c, _, _ in other}

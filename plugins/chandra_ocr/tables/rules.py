@@ -2,6 +2,8 @@
 
 - Edges: axis-parallel lines, thin rectangles as one rule, other rectangles and quads as their
   four sides, closed paths closed; the sides of filled, unstroked boxes (shading) are kept apart.
+- A white box inside a ruled white cell (a text box) is white on white: its sides are no edges
+  (``_WhiteBoxes``), so a cell holding a text box per line stays one cell.
 - Edges within ``SNAP`` points of each other are moved onto their mean position, collinear
   pieces that touch (``JOIN``) become one, and pieces shorter than ``MIN_EDGE`` are dropped
   (``merge_edges``).
@@ -23,12 +25,15 @@ from chandra_ocr.pdf.text_layer import TEXT_FLAGS
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 Word = tuple  # MuPDF word: (x0, y0, x1, y1, text, block_no, line_no, word_no)
 _Edge = tuple[float, float, float]  # (position across, start, end along)
+_Segment = tuple[float, float, float, float]  # x0, y0, x1, y1
 MAX_ITEMS = 20_000  # more drawing items than this: a chart or map, not searched for tables
 SNAP = 3.0  # points: parallel edges this close are snapped onto one position
 JOIN = 3.0  # points: collinear edges with a gap this small are joined
 MIN_EDGE = 3.0  # points: shorter edges are dropped (after joining)
 THIN = 3.0  # points: a rectangle this thin (and longer than thick) is one rule
 BAND = 24.0  # points: drawings are indexed by the horizontal bands of this height they reach into
+_INSIDE = 0.5  # points: a segment this far from level is no row
+_BUCKET = 16.0  # points: white boxes are looked up by bands this wide
 
 
 def page_words(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> list[Word]:
@@ -62,8 +67,9 @@ class Rules:
 
 def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
     """The edges of ``paths`` (``page.get_cdrawings()``); None past ``MAX_ITEMS`` drawing items."""
-    segments: list[tuple[float, float, float, float]] = []
-    shading: list[tuple[float, float, float, float]] = []  # sides of filled, unstroked boxes
+    segments: list[_Segment] = []
+    shading: list[_Segment] = []  # sides of filled, unstroked boxes
+    whites = _WhiteBoxes(page.rect.width * page.rect.height)
     n = 0
     for path in paths:
         items = path["items"]
@@ -72,7 +78,9 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
             return None
         if path.get("closePath") and items and items[0][0] == "l" and items[-1][0] == "l":
             items = [*items, ("l", items[-1][2], items[0][1])]
-        sides = shading if path.get("type") == "f" else segments  # where a box's four sides go
+        filled = path.get("type") == "f"
+        white = filled and _white(path)
+        sides = shading if filled else segments  # where a box's four sides go
         for item in items:
             kind = item[0]
             if kind == "l":
@@ -85,11 +93,14 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
                     segments.append(((x0 + x1) / 2, y0, (x0 + x1) / 2, y1))
                 elif y1 - y0 <= THIN and y1 - y0 < x1 - x0:
                     segments.append((x0, (y0 + y1) / 2, x1, (y0 + y1) / 2))
+                elif white:
+                    whites.add((x0, y0, x1, y1))
                 else:
                     sides += box_sides((x0, y0, x1, y1))
             elif kind == "qu":
                 (ax, ay), (bx, by), (cx, cy), (dx, dy) = item[1]  # ul, ur, ll, lr
                 segments += [(ax, ay, cx, cy), (cx, cy, dx, dy), (dx, dy, bx, by), (bx, by, ax, ay)]
+    shading += [side for box in whites.shown(segments) for side in box_sides(box)]
     m = page.rotation_matrix if page.rotation else None
     if m is not None:
         segments = [(*_point(m, (ax, ay)), *_point(m, (bx, by))) for ax, ay, bx, by in segments]
@@ -178,6 +189,92 @@ def touching(a: Box, b: Box) -> bool:
         (a0 - SNAP <= b0 <= a2 + SNAP or a0 - SNAP <= b2 <= a2 + SNAP)
         and (a1 - SNAP <= b1 <= a3 + SNAP or a1 - SNAP <= b3 <= a3 + SNAP)
     )
+
+
+def _white(path: dict) -> bool:
+    """Whether ``path`` is filled with opaque white."""
+    fill = path.get("fill") or ()
+    opaque = path.get("fill_opacity") is None or path["fill_opacity"] >= 0.99
+    return len(fill) == 3 and min(fill) >= 0.99 and opaque
+
+
+class _WhiteBoxes:
+    """The white boxes of a page (filled opaque white, unstroked; not thin: those are rules).
+
+    Their sides are shading edges like any filled box's (the cells of a table shaded in white and
+    colour), but a white box inside a white box drawn before it that is a ruled cell (``_cell``: a
+    text box in a ruled cell) is white on white: nothing shows, its sides are no edges.
+    Boxes over half the page are backgrounds, holding none.
+    """
+
+    def __init__(self, page_area: float) -> None:
+        self.page_area = page_area
+        self.boxes: list[Box] = []
+        self.nested: dict[int, Box] = {}  # boxes inside an earlier white box: that box
+        self.bands: dict[int, list[Box]] = {}  # the boxes by ``_BUCKET``-point bands of their height
+
+    def add(self, box: Box) -> None:
+        x0, y0, x1, y1 = box
+        if (x1 - x0) * (y1 - y0) <= 0.5 * self.page_area:
+            lo, hi = int(y0 // _BUCKET), int(y1 // _BUCKET)
+            outer = next(
+                (
+                    o
+                    for o in self.bands.get(lo, ())
+                    if o[0] <= x0 and o[1] <= y0 and x1 <= o[2] and y1 <= o[3]
+                ),
+                None,
+            )
+            if outer is not None:
+                self.nested[len(self.boxes)] = outer
+            for k in range(lo, hi + 1):
+                self.bands.setdefault(k, []).append(box)
+        self.boxes.append(box)
+
+    def shown(self, rules: list[_Segment]) -> list[Box]:
+        """The boxes whose sides show, ``rules`` being the page's drawn rules."""
+        if not self.nested:
+            return self.boxes
+        bands: tuple[dict[int, list[_Segment]], dict[int, list[_Segment]]] = (
+            {},
+            {},
+        )  # rows by y, columns by x
+        for e in rules:
+            if abs(e[1] - e[3]) <= _INSIDE:
+                bands[0].setdefault(int(e[1] // _BUCKET), []).append(e)
+            elif abs(e[0] - e[2]) <= _INSIDE:
+                for b in range(int(min(e[1], e[3]) // _BUCKET), int(max(e[1], e[3]) // _BUCKET) + 1):
+                    bands[1].setdefault(b, []).append(e)
+        hidden = {k for k, cell in self.nested.items() if _cell(cell, *bands)}
+        return [box for k, box in enumerate(self.boxes) if k not in hidden]
+
+
+def _cell(box: Box, rows: dict[int, list[_Segment]], columns: dict[int, list[_Segment]]) -> bool:
+    """Whether ``box`` is a ruled cell: rules (``rows``: horizontal ones by ``_BUCKET`` bands of y;
+    ``columns``: vertical ones by the bands they cross) along most of its top and bottom (within
+    ``SNAP``), none through its inside."""
+    x0, y0, x1, y1 = box
+    for y in (y0, y1):
+        near = {e for b in (int((y - SNAP) // _BUCKET), int((y + SNAP) // _BUCKET)) for e in rows.get(b, ())}
+        along = sum(
+            max(0.0, min(x1, max(e[0], e[2])) - max(x0, min(e[0], e[2])))
+            for e in near
+            if abs((e[1] + e[3]) / 2 - y) <= SNAP
+        )
+        if along < 0.5 * (x1 - x0):
+            return False
+    spanned = range(int(y0 // _BUCKET), int(y1 // _BUCKET) + 1)
+    across = any(
+        y0 + SNAP < e[1] < y1 - SNAP and min(x1, max(e[0], e[2])) - max(x0, min(e[0], e[2])) > SNAP
+        for b in spanned
+        for e in rows.get(b, ())
+    )
+    down = any(
+        x0 + SNAP < e[0] < x1 - SNAP and min(y1, max(e[1], e[3])) - max(y0, min(e[1], e[3])) > SNAP
+        for b in spanned
+        for e in columns.get(b, ())
+    )
+    return not across and not down
 
 
 def transformed_box(m: pymupdf.Matrix | None, r) -> Box:

