@@ -140,3 +140,21 @@ def test_white_text_boxes_in_a_ruled_cell_draw_no_rules():
         page.insert_text((X0 + W + 4, top + 9 + 11 * n), line, fontsize=8)
     (table,) = native_tables(page)
     assert _cells(table) == [["Name", "Read & Write"], ["Alder", "12"]]
+
+
+def test_a_frame_is_searched_inside_only_where_a_column_edge_runs_through_it():
+    """A grid row whose wide label cell frames nothing (one shaded row of a filing's table) is not
+    searched inside; a frame around a ruled table is, and its table comes back."""
+    page = pymupdf.open().new_page(width=612, height=792)
+    for x0, x1 in [(40, 400), (400, 480), (480, 560)]:  # one shaded row: a wide label cell, two value cells
+        page.draw_rect((x0, 600, x1, 614), color=None, fill=(0.9, 0.9, 0.9))
+    page.insert_text((44, 611), "Net revenue", fontsize=9)
+    page.insert_text((404, 611), "1,204", fontsize=9)
+    page.insert_text((484, 611), "1,105", fontsize=9)
+    page.draw_rect((X0 - 20, Y0 - 20, X0 + 2 * W + 20, Y0 + 2 * H + 20))  # a frame around a ruled table
+    _table(page, [["Name", "Count"], ["Alder", "12"]])
+    rules = drawn_rules(page, page.get_cdrawings())
+    assert not rules.divided((40.0, 600.0, 400.0, 614.0))
+    assert rules.divided((X0 - 20, Y0 - 20, X0 + 2 * W + 20, Y0 + 2 * H + 20))
+    (table,) = native_tables(page)
+    assert _cells(table) == [["Name", "Count"], ["Alder", "12"]]

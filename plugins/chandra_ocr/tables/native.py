@@ -96,11 +96,13 @@ def _words_in(g: Grid, n_rows: int, words: list[Word]) -> frozenset[int]:
 
 
 def _grids_in(rules: Rules, words: list[Word], clip: Box | None, depth: int = 0) -> list[Grid]:
-    """Ruled grids (within ``clip``), frames replaced by the grids inside them."""
+    """Ruled grids (within ``clip``), frames replaced by the grids inside them (a frame no column edge
+    runs through holds none: ``Rules.divided``)."""
     out = []
     for g in find_grids(rules, words, clip):
         frame = _frame_cell(g)
-        inner = _grids_in(rules, words, frame, depth + 1) if frame is not None and depth < 2 else []
+        searched = frame is not None and depth < 2 and rules.divided(frame)
+        inner = _grids_in(rules, words, frame, depth + 1) if searched else []
         out.extend(inner or [g])
     return out
 

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -63,6 +65,22 @@ class Rules:
     def groups(self) -> list[Box]:
         """The bounding boxes of the groups of touching drawings (``touching_groups`` of ``boxes``)."""
         return touching_groups(self.boxes, self.area)
+
+    @cached_property
+    def _columns(self) -> list[_Edge]:
+        """The vertical edges and the vertical sides of ``groups``, by position."""
+        return sorted([*self.v, *((x, b[1], b[3]) for b in self.groups for x in (b[0], b[2]))])
+
+    def divided(self, box: Box) -> bool:
+        """Whether a vertical edge or a side of a group of touching drawings runs through ``box``
+        strictly between its sides: without one, no grid of two columns lies inside it."""
+        x0, y0, x1, y1 = box
+        columns = self._columns
+        first = bisect.bisect_right(columns, (x0, math.inf, math.inf))
+        return any(
+            e[1] <= y1 and e[2] >= y0
+            for e in itertools.takewhile(lambda e: e[0] < x1, itertools.islice(columns, first, None))
+        )
 
 
 def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
