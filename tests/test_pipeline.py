@@ -264,6 +264,25 @@ def test_the_cli_loads_every_load_pages_and_at_the_end(tmp_path, samples, monkey
     assert kb_rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(2,)]
 
 
+def test_the_next_batch_is_triaged_before_the_last_one_is_assembled(tmp_path, samples):
+    """The CLI keeps its workers busy across batches (``pipeline.overlapped``): with one worker, which
+    runs tasks in the order they were submitted, the second batch's document is triaged (its record
+    written) before the first one's is assembled (its Markdown written); every document is ingested."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("report.pdf", "mixed.pdf", "scanned_memo.pdf"):
+        shutil.copy(samples / name, src)
+    options = IngestOptions(engine="text", batch_pages=1, pdf=PdfOptions(settle_seconds=0, workers=1))
+    summary = run(src, tmp_path / "kb", options)
+    layout = KbLayout(tmp_path / "kb")
+    docs = [doc for batch in summary.batches for doc in batch.docs]
+    assert len(docs) == len(summary.batches) == 3
+    assembled = [layout.export(d.doc_id, ".md").stat().st_mtime_ns for d in docs]
+    triaged = [layout.document_checkpoint(d.doc_id).stat().st_mtime_ns for d in docs]
+    assert triaged[1] < assembled[0] and triaged[2] < assembled[1]
+    assert kb_rows(tmp_path / "kb", "SELECT count(*) FROM documents WHERE status = 'ingested'") == [(3,)]
+
+
 def test_documents_read_from_the_text_layer_alone_go_through_assemble_like_the_others(tmp_path, samples):
     """Extract checkpoints every document, one whose every page takes the text route included (state
     ``extracted``, nothing written yet); assemble writes them all."""

@@ -23,7 +23,7 @@ from typing import Any
 
 from chandra_ocr.config import PdfOptions
 from chandra_ocr.document import Page, PageRequest, PageTriage
-from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
+from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError, StoreError
 from chandra_ocr.manifest import Batch, DocRef, file_names, incomplete_line
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.passwords import load_passwords
@@ -68,21 +68,56 @@ class Extract:
         self.ctx = ctx
 
     def __call__(self, batch: Batch) -> Batch:
+        with self.ctx.pool():
+            return self.finish(self.start(batch))
+
+    def start(self, batch: Batch) -> Triaging:
+        """Claim ``batch`` and submit its triage to the pool the context holds (``ctx.pool()``), returning
+        at once; ``finish`` collects it. The pipeline starts the next batch's triage this way before it
+        assembles the last one, so that the workers have work while this process joins and waits."""
         started = time.monotonic()
         ctx, engine = self.ctx, self.ctx.ocr
+        if ctx.workers is None:
+            raise StoreError("Extract.start needs the pool held by ctx.pool(); call the stage instead")
         claim_batch(ctx, batch)  # documents another run claimed or loaded meanwhile are left to it
-        with ctx.pool() as workers:
-            reading = Reading(ctx, workers, engine_key(engine), _batch_passwords(batch, ctx))
-            pending = _triage_all(reading, batch)
-            n_ocr = _read_ocr_pages(reading, batch.batch_id, pending)
-            run_fallbacks(reading)
+        reading = Reading(ctx, ctx.workers, engine_key(engine), _batch_passwords(batch, ctx))
+        return Triaging(batch, reading, _submit_triage(reading, batch), started)
+
+    def finish(self, triaging: Triaging) -> Batch:
+        """The batch of ``start``, every page of it read: triage collected, OCR pages streamed through the
+        engine, fallbacks run."""
+        batch, reading, engine = triaging.batch, triaging.reading, self.ctx.ocr
+        pending = _collect_triage(reading, batch, triaging.submitted)
+        n_ocr = _read_ocr_pages(reading, batch.batch_id, pending)
+        run_fallbacks(reading)
         batch.engine, batch.model = engine.name, engine.model
         batch.counts = {"ocr_pages": n_ocr, "fallback_pages": len(reading.failed)} | {
             "quarantined": sum(1 for d in batch.docs if d.status == "quarantined")
         }
         batch.engine_metrics = engine.metrics()
-        batch.seconds["extract"] = time.monotonic() - started
+        batch.seconds["extract"] = time.monotonic() - triaging.started
         return batch
+
+
+@dataclass
+class _Submitted:
+    """A batch's triage tasks in the pool: the records found under the key, the documents submitted
+    and each one's count of tasks (parts), the futures in the order of those tasks."""
+
+    done: dict[str, ExtractRecord]
+    todo: list[DocRef]
+    tasks: dict[str, int]
+    futures: list[Future]
+
+
+@dataclass
+class Triaging:
+    """A batch whose triage ``Extract.start`` submitted, for ``Extract.finish``."""
+
+    batch: Batch
+    reading: Reading
+    submitted: _Submitted
+    started: float
 
 
 def _batch_passwords(batch: Batch, ctx: RunContext) -> dict[str, str]:
@@ -170,16 +205,17 @@ def _window(engine: OcrEngine) -> int:
     return engine.in_flight_pages or 16
 
 
-def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
-    """Triage the batch's documents in the workers (those with a record under this key are not read
-    again), a large one in parts (``_parts``); returns those with pages left for the engine."""
+def _submit_triage(reading: Reading, batch: Batch) -> _Submitted:
+    """Submit the triage of the batch's documents to the workers (those with a record under this key are
+    not read again), a large one in parts (``_parts``)."""
     ctx, key = reading.ctx, reading.key
     layout, options = ctx.layout, ctx.options
     force = None if ctx.ocr.reads_images else "text"
     done: dict[str, ExtractRecord] = {}  # records checkpointed under this key by an earlier attempt
     todo: list[DocRef] = []
-    docs = [d for d in batch.docs if d.state != "elsewhere"]
-    for doc in docs:
+    for doc in batch.docs:
+        if doc.state == "elsewhere":
+            continue
         stored = checkpoints.read_document_record(layout, doc.doc_id)
         if stored is not None and stored.engine_key == key:
             done[doc.doc_id] = stored
@@ -194,12 +230,20 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
         else:
             source = d.work_pdf or d.readable
             tasks += [(n, triage_part, (source, options.pdf, force, password, r)) for r, n in ranges]
-    submitted = _submitted(reading.workers, tasks, options.pdf.doc_timeout_s)
-    triaging = {d.doc_id: len(ranges) for d, ranges in zip(todo, parts, strict=True)}
+    futures = _submitted(reading.workers, tasks, options.pdf.doc_timeout_s)
+    counts = {d.doc_id: len(ranges) for d, ranges in zip(todo, parts, strict=True)}
+    return _Submitted(done, todo, counts, futures)
+
+
+def _collect_triage(reading: Reading, batch: Batch, submitted: _Submitted) -> list[_Pending]:
+    """The submitted triage of the batch, each document's record checkpointed (parts joined); returns
+    the documents with pages left for the engine."""
+    layout, key = reading.ctx.layout, reading.key
+    todo, triaging = submitted.todo, submitted.tasks
     progress = Progress(f"triage {batch.batch_id}", sum(d.n_pages for d in todo), log, total_docs=len(todo))
-    finished = reading.workers.in_order(submitted, "triage")
+    finished = reading.workers.in_order(submitted.futures, "triage")
     pending = []
-    for doc in docs:
+    for doc in (d for d in batch.docs if d.state != "elsewhere"):
         if doc.doc_id in triaging:
             futures = [next(finished) for _ in range(triaging[doc.doc_id])]
             record = _record_of(futures, key, layout, doc)
@@ -207,7 +251,7 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
             if record.outcome == "quarantined":  # a worker stored the triaged ones itself
                 checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
-            record = done[doc.doc_id]
+            record = submitted.done[doc.doc_id]
         doc.state = "extracted"
         if record.outcome == "quarantined":
             doc.status, doc.error = "quarantined", record.error
