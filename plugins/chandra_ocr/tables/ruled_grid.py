@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pymupdf
@@ -61,7 +62,13 @@ def has_cells(rules: Rules) -> bool:
     h, v = merge_edges(rules.h), merge_edges(rules.v)
     if len(h) < 2 or len(v) < 2 or len(h) + len(v) < 5:  # two cells need 3 + 2 edges at least
         return False
-    return any(len(cells) >= 2 for cells in _connected(_cells(_crossings(h, v))))
+    seen: set[tuple[float, float]] = set()  # the corners of the cells so far: two cells touch at one
+    for x0, y0, x1, y1 in _each_cell(_crossings(h, v)):
+        corners = ((x0, y0), (x0, y1), (x1, y0), (x1, y1))
+        if not seen.isdisjoint(corners):
+            return True
+        seen.update(corners)
+    return False
 
 
 def find_grids(rules: Rules, words: list[Word], clip: Box | None = None) -> list[Grid]:
@@ -210,13 +217,18 @@ def _crossings(h: list[tuple], v: list[tuple]) -> _Corners:
 
 def _cells(corners: _Corners) -> list[Box]:
     """For each crossing, the smallest cell with it as top-left corner (others linked by edges)."""
+    return list(_each_cell(corners))
+
+
+def _each_cell(corners: _Corners) -> Iterator[Box]:
+    """The cells of ``_cells`` one by one, in the order of their top-left corners."""
     below: dict[float, list[float]] = defaultdict(list)  # x → ys of crossings, ascending
     right: dict[float, list[float]] = defaultdict(list)  # y → xs of crossings, ascending
-    for x, y in sorted(corners):
+    order = sorted(corners)
+    for x, y in order:
         below[x].append(y)
         right[y].append(x)
-    cells = []
-    for x, y in sorted(corners):
+    for x, y in order:
         vs, hs = corners[(x, y)]
         cell = None
         for y2 in below[x][bisect.bisect_right(below[x], y) :]:
@@ -232,8 +244,7 @@ def _cells(corners: _Corners) -> list[Box]:
             if cell:
                 break
         if cell:
-            cells.append(cell)
-    return cells
+            yield cell
 
 
 def _connected(cells: list[Box]) -> list[list[Box]]:
