@@ -18,7 +18,11 @@ pymupdf4llm) on ``--steady-pages`` pages, where a run's fixed cost (worker start
 run record) is spread over ten times more pages; that fixed cost itself is measured as the
 run over one 1-page document (``fixed_cost``). Each full pipeline run also records its CPU seconds
 in this process and in the workers, the core-seconds left idle and the wall seconds of each stage
-over its batches (``pipeline_cpu_s``); and how
+over its batches (``pipeline_cpu_s``; the CLI overlaps batches, so the stages' seconds overlap);
+raw ``get_text()`` records its CPU seconds too (``raw_cpu_s``), and ``ratio_bound_two_idle_cores``
+is the ratio the pipeline's CPU seconds would give spread over ``--workers`` whole cores with none
+idle (the median CPU seconds of raw ``get_text()`` × workers / the pipeline's): an upper bound that
+other load on the machine does not move, beside the timed ratio that it does; and how
 much two processes speed raw ``get_text()`` up on this machine is measured last
 (``two_process_speedup``: 2.0 when its two cores are whole), as the pipeline's two workers are
 held against one raw process.
@@ -103,12 +107,15 @@ def make_copies(sources: list[Path], pages: int, dest: Path) -> tuple[list[Path]
     return files, total
 
 
-def raw_pymupdf(files: list[Path]) -> float:
-    t0 = time.perf_counter()
+def raw_pymupdf(files: list[Path], cpu: list[float] | None = None) -> float:
+    """Seconds of raw ``get_text()`` over ``files``; ``cpu`` gets its CPU seconds."""
+    t0, c0 = time.perf_counter(), time.process_time()
     for f in files:
         with pymupdf.open(f) as doc:
             for page in doc:
                 page.get_text()
+    if cpu is not None:
+        cpu.append(time.process_time() - c0)
     return time.perf_counter() - t0
 
 
@@ -214,13 +221,15 @@ def measure(
     files, pages = make_copies(sources, pages, src)
     seconds: dict[str, list[float]] = {"raw": [], "full": [], "text_only": []}
     cpu: list[dict] = []
+    raw_cpu: list[float] = []
     for i in range(repeats):
         settle()
         seconds["full"].append(pipeline(src, work / f"kb-{i}", workers, native_tables=True, cpu=cpu))
         settle()
         seconds["text_only"].append(pipeline(src, work / f"kb-text-only-{i}", workers, native_tables=False))
-        seconds["raw"].append(raw_pymupdf(files))
+        seconds["raw"].append(raw_pymupdf(files, raw_cpu))
     raw, full, text_only = (statistics.median(seconds[k]) for k in ("raw", "full", "text_only"))
+    full_cpu = statistics.median(c["main"] + c["workers"] for c in cpu)
     llm = with_pymupdf4llm(files) if with_llm else None
     return {
         "documents": len(files),
@@ -235,6 +244,8 @@ def measure(
         "ratio_pipeline_without_native_tables_vs_raw": raw / text_only,
         "seconds": {k: [round(x, 3) for x in v] for k, v in seconds.items()},
         "pipeline_cpu_s": cpu,
+        "raw_cpu_s": [round(x, 3) for x in raw_cpu],
+        "ratio_bound_two_idle_cores": workers * statistics.median(raw_cpu) / full_cpu,
     }
 
 
