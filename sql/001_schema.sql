@@ -103,6 +103,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     page_start    INTEGER NOT NULL,
     page_end      INTEGER NOT NULL,
     bboxes        STRUCT(page_no INTEGER, x0 DOUBLE, y0 DOUBLE, x1 DOUBLE, y1 DOUBLE)[] NOT NULL,
-    content_hash  VARCHAR NOT NULL,
-    updated_at    TIMESTAMPTZ NOT NULL      -- when this chunk's content last changed (vector feed)
+    content_hash  VARCHAR NOT NULL,         -- sha256 of the indexed text (context, then text)
+    updated_at    TIMESTAMPTZ NOT NULL,     -- when this chunk's content last changed (vector feed)
+    context       VARCHAR                   -- what the chunk belongs to (document identity, section path),
+                                            -- indexed and embedded before the text; NULL in rows loaded
+                                            -- before the column existed
 );

@@ -16,7 +16,6 @@ from chandra_ocr.chunking import chunk_document, token_count
 from chandra_ocr.config import ChunkOptions
 from chandra_ocr.document import Block, Document, Page, Table, TableCell
 from chandra_ocr.parse.markdown import parse_markdown
-from chandra_ocr.tables.markup import grid
 
 GT = "docling/tests/data/pdf/groundtruth"
 DOCS = ["2206.01062", "multi_page", "normal_4pages", "redp5110_sampled", "2305.03393v1-pg9"]
@@ -69,21 +68,16 @@ def test_header_paths_match_the_markdown_headings(corpus, name):
 @pytest.mark.corpus
 @pytest.mark.parametrize("max_tokens", [64, 512])
 def test_no_chunk_is_over_the_limit_except_a_single_oversized_table_row(corpus, max_tokens):
-    """Rule: only a table chunk holding one body row (with caption and header) may exceed the limit."""
-    options = ChunkOptions(max_tokens=max_tokens, overlap_tokens=8)
+    """Rule: only a table chunk holding one body row (after at most half the limit of title and
+    columns) may exceed the limit."""
+    options = ChunkOptions(max_tokens=max_tokens, overlap_tokens=8, table_max_tokens=max_tokens)
     for name in DOCS:
         for chunk in chunk_document(_doc(_md(corpus, name), name), options):
             assert chunk.n_tokens == token_count(chunk.text)
             if chunk.n_tokens > max_tokens:
                 assert chunk.kind == "table", (name, chunk.text[:200])
-                body = [ln for ln in chunk.text.splitlines() if ln.startswith("|") and "---|" not in ln]
-                assert len(body) <= 1 + _header_rows(chunk), (name, chunk.text[:200])
-
-
-def _header_rows(chunk) -> int:
-    lines = chunk.text.splitlines()
-    sep = next((i for i, ln in enumerate(lines) if ln.startswith("|---")), 0)  # none: no header repeated
-    return sum(1 for ln in lines[:sep] if ln.startswith("|"))
+                *head, row = chunk.text.splitlines()
+                assert token_count("\n".join(head)) <= max_tokens // 2 < token_count(row), chunk.text[:300]
 
 
 def _table(rows: list[list[str]]) -> Table:
@@ -115,48 +109,54 @@ def test_a_table_that_fits_is_one_chunk_with_its_caption():
     rows = [["Year", "Count"], *[[str(2000 + i), str(i * 7)] for i in range(10)]]
     chunks = chunk_document(_table_doc(rows), ChunkOptions(max_tokens=200, overlap_tokens=10))
     (table_chunk,) = [c for c in chunks if c.kind == "table"]
-    assert table_chunk.text.startswith("Table 1: Yearly counts")
-    for row in rows:
-        assert "| " + " | ".join(row) + " |" in table_chunk.text
-    assert table_chunk.header_path == ("Results",)
+    lines = table_chunk.text.splitlines()
+    assert lines[:2] == ["Table 1: Yearly counts", "Columns: Year; Count"]
+    assert lines[2:] == [f"Year: {year}; Count: {count}" for year, count in rows[1:]]
+    assert table_chunk.header_path == ("Results",) and "Results" in table_chunk.context
     assert "After the table." not in table_chunk.text
     assert all("Table 1: Yearly counts" not in c.text for c in chunks if c.kind == "text")
 
 
-def test_a_large_table_splits_by_rows_with_the_header_repeated():
+def test_a_large_table_splits_by_rows_with_the_title_and_columns_repeated():
     rows = [["Year", "Count", "Note"], *[[str(2000 + i), str(i * 7), f"note {i}"] for i in range(60)]]
-    chunks = [c for c in chunk_document(_table_doc(rows), ChunkOptions(60, 5)) if c.kind == "table"]
+    options = ChunkOptions(60, 5, table_max_tokens=60)
+    chunks = [c for c in chunk_document(_table_doc(rows), options) if c.kind == "table"]
     assert len(chunks) > 2
     seen = []
     for chunk in chunks:
         lines = chunk.text.splitlines()
-        assert lines[0] == "Table 1: Yearly counts" and lines[1] == "| Year | Count | Note |"
+        assert lines[:2] == ["Table 1: Yearly counts", "Columns: Year; Count; Note"]
         assert chunk.n_tokens <= 60
-        seen += lines[3:]
-    assert seen == ["| " + " | ".join(r) + " |" for r in rows[1:]]  # every row once, in order
+        seen += lines[2:]
+    assert seen == [f"Year: {y}; Count: {c}; Note: {n}" for y, c, n in rows[1:]]  # every row once, in order
 
 
-def test_spanned_cells_are_repeated_in_table_chunks():
+def test_a_row_reads_label_then_values_under_their_columns():
+    """A statement's rows: the title rows above the header, a shared header part said once, lone
+    currency signs and empty cells left out, a row label with its values named by their column."""
     cells = (
-        TableCell(0, 0, "Region", rowspan=2, is_header=True),
-        TableCell(0, 1, "2023", colspan=2, is_header=True),
-        TableCell(1, 1, "Q1", is_header=True),
-        TableCell(1, 2, "Q2", is_header=True),
-        TableCell(2, 0, "North"),
-        TableCell(2, 1, "1.5"),
-        TableCell(2, 2, "2.0"),
+        TableCell(0, 0, "CONSOLIDATED BALANCE SHEETS", colspan=2),
+        TableCell(1, 1, "As of December 31,", colspan=4, is_header=True),
+        TableCell(2, 1, "2017", colspan=2, is_header=True),
+        TableCell(2, 3, "2016", colspan=2, is_header=True),
+        TableCell(3, 0, "Total current liabilities"),
+        TableCell(3, 1, "$"),
+        TableCell(3, 2, "5,466,312"),
+        TableCell(3, 3, "$"),
+        TableCell(3, 4, "4,586,657"),
+        TableCell(4, 0, "Current liabilities:"),
     )
-    table = Table(1, (0, 0, 10, 10), 3, 3, ("Region", "2023 / Q1", "2023 / Q2"), "html", cells)
+    table = Table(1, (0, 0, 10, 10), 5, 5, ("", "", "", "", ""), "native", cells)
     doc = _table_doc([["a", "b"], ["c", "d"]])
     doc.pages[0].tables = [table]
     (chunk,) = [c for c in chunk_document(doc, ChunkOptions()) if c.kind == "table"]
-    assert chunk.text.splitlines()[1:] == [
-        "| Region | 2023 | 2023 |",
-        "| Region | Q1 | Q2 |",
-        "|---|---|---|",
-        "| North | 1.5 | 2.0 |",
+    assert chunk.text.splitlines() == [
+        "Table 1: Yearly counts",
+        "CONSOLIDATED BALANCE SHEETS",
+        "Columns: As of December 31, / 2017; As of December 31, / 2016",
+        "Total current liabilities — 2017: 5,466,312; 2016: 4,586,657",
+        "Current liabilities:",
     ]
-    assert grid(table)[2] == ["North", "1.5", "2.0"]
 
 
 def test_page_headers_and_footers_are_left_out():
@@ -241,7 +241,29 @@ def test_text_chunks_of_table_pages_keep_the_limit(corpus, path):
     ]
     doc = Document("d" * 64, str(path), Path(path).name, 1, n_pages=len(pages), pages=pages)
     max_tokens = 100
-    for chunk in chunk_document(doc, ChunkOptions(max_tokens=max_tokens, overlap_tokens=10)):
+    options = ChunkOptions(max_tokens=max_tokens, overlap_tokens=10, table_max_tokens=max_tokens)
+    for chunk in chunk_document(doc, options):
         if chunk.n_tokens > max_tokens:
             assert chunk.kind == "table", chunk.text[:200]
             assert token_count(chunk.text.splitlines()[-1]) > max_tokens // 2, chunk.text[:300]
+
+
+def test_a_row_of_years_under_a_date_header_names_the_columns():
+    cells = (
+        TableCell(0, 1, "MAY 31,", colspan=2, is_header=True),
+        TableCell(1, 0, "(Dollars in millions)"),
+        TableCell(1, 1, "2019"),
+        TableCell(1, 2, "2018"),
+        TableCell(2, 0, "Total current assets"),
+        TableCell(2, 1, "16,525"),
+        TableCell(2, 2, "15,134"),
+    )
+    table = Table(1, (0, 0, 10, 10), 3, 3, ("", "MAY 31,", "MAY 31,"), "native", cells)
+    doc = _table_doc([["a", "b"], ["c", "d"]])
+    doc.pages[0].tables = [table]
+    (chunk,) = [c for c in chunk_document(doc, ChunkOptions()) if c.kind == "table"]
+    assert chunk.text.splitlines()[1:] == [
+        "(Dollars in millions)",
+        "Columns: MAY 31, / 2019; MAY 31, / 2018",
+        "Total current assets — 2019: 16,525; 2018: 15,134",
+    ]

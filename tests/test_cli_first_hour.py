@@ -190,7 +190,7 @@ def test_sql_that_duckdb_refuses_is_a_usage_error_with_duckdbs_message(kb):
     assert as_json[0].startswith(f"error: the query failed: {refused[typed]}")
 
 
-def test_feed_and_search_without_the_embed_extra_print_the_command_that_installs_it(
+def test_without_the_embed_extra_feed_and_search_match_words_and_print_the_command_that_installs_it(
     kb, without_embed, tmp_path
 ):
     from chandra_ocr.extras import install_command
@@ -202,17 +202,19 @@ def test_feed_and_search_without_the_embed_extra_print_the_command_that_installs
         f"pip install -c {repo / 'constraints.txt'} --extra-index-url https://download.pytorch.org/whl/cpu "
         f"-e '{repo}[embed]'"
     )
-    outbox = sorted((path / "outbox").glob("*")) if (path / "outbox").exists() else []
-    (line,) = user_error(cli("feed", "--kb", str(path), env=without_embed))
-    assert (
-        line.startswith("error: vector search (feed and search) needs the 'embed' extra") and command in line
-    )
-    assert (
-        sorted((path / "outbox").glob("*")) if (path / "outbox").exists() else []
-    ) == outbox  # nothing done
+    path = Path(shutil.copytree(path, tmp_path / "kb"))  # the module's KB stays unfed for the other tests
     index = ("--index", str(tmp_path / "vector"))  # none there yet
     (line,) = user_error(cli("search", "--kb", str(path), *index, "nitrate", env=without_embed))
-    assert command in line and f"then `chandra-ingest feed --kb {path}` builds the index" in line
+    assert f"run `chandra-ingest feed --kb {path}` first" in line
+    fed = cli("feed", "--kb", str(path), *index, env=without_embed)
+    assert fed.returncode == 0, fed.stderr[-2000:]
+    *_, words, vectors = fed.stdout.splitlines()
+    assert words.startswith("search index: 1 outbox file(s) applied") and "chunks in all" in words
+    assert vectors.startswith("vector index: not built, search matches words only") and command in vectors
+    found = cli("search", "--kb", str(path), *index, "nitrate", env=without_embed)
+    assert found.returncode == 0 and found.stdout.startswith("1. ") and "report.pdf" in found.stdout
+    assert "note: words only: vector search (feed and search) needs the 'embed' extra" in found.stderr
+    assert command in found.stderr
 
 
 def test_files_still_being_written_are_named_with_the_flag_that_takes_them(tmp_path, samples):

@@ -1,4 +1,8 @@
-"""Blocks → retrieval chunks: header-aware, size-limited, tables whole (or split by rows).
+"""Blocks → retrieval chunks: header-aware, size-limited, tables as row lines (split between rows).
+
+Each chunk's ``context`` says what it belongs to: the document's identity (``doc_identity``) and
+its section path; search indexes and embeds the context with the text, a reader sees the text.
+A table chunk's text is ``chunk_tables.TableText``: title, columns, one line per row.
 
 Sizes are measured with ``token_count``, a documented proxy for sub-word tokens that needs
 no vocabulary download: the number of words plus the number of punctuation marks. For
@@ -15,13 +19,15 @@ from dataclasses import dataclass, field
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from chandra_ocr.chunk_tables import TableText
 from chandra_ocr.config import ChunkOptions
+from chandra_ocr.doc_identity import identify
 from chandra_ocr.document import Block, Chunk, Document, Table
-from chandra_ocr.tables.markup import grid
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _SKIP = {"page_header", "page_footer"}
 _HEADINGS = {"section_header", "title"}
+TITLE_CHARS = 250  # a text block this short directly before a table names it
 
 
 def token_count(text: str) -> int:
@@ -51,6 +57,7 @@ class _Draft:
 def chunk_document(doc: Document, options: ChunkOptions) -> list[Chunk]:
     """Split a document's pages into chunks with stable ids and provenance."""
     drafts = _drafts(doc, options)
+    identity = identify(doc).line
     seen: Counter[tuple[tuple[str, ...], str]] = Counter()
     chunks: list[Chunk] = []
     for draft in drafts:
@@ -71,9 +78,17 @@ def chunk_document(doc: Document, options: ChunkOptions) -> list[Chunk]:
                 page_start=min(pages),
                 page_end=max(pages),
                 bboxes=tuple(dict.fromkeys(p.bbox for p in draft.pieces if p.bbox is not None)),
+                context=context(identity, draft.header_path),
             )
         )
     return chunks
+
+
+def context(identity: str, header_path: tuple[str, ...]) -> str:
+    """A chunk's context: the document's identity line, then its section path (less what the identity
+    says already, such as a title that is also the first heading)."""
+    path = [h for h in header_path if h not in identity]
+    return "\n".join(p for p in (identity, " › ".join(path)) if p)
 
 
 def _chunk_id(doc_id: str, header_path: tuple[str, ...], text: str, occurrence: int) -> str:
@@ -123,7 +138,9 @@ def _drafts(doc: Document, options: ChunkOptions) -> list[_Draft]:
 
 
 def _table_captions(blocks: list[Block]) -> dict[int, int]:
-    """Map table block_no → the caption block_no directly before (preferred) or after it."""
+    """Map table block_no → the block that names it: a caption directly before (preferred) or after,
+    else a short text block directly before ("CONSOLIDATED BALANCE SHEETS (in millions)", "The
+    following table summarizes …:")."""
     pairs: dict[int, int] = {}
     used: set[int] = set()
     for i, block in enumerate(blocks):
@@ -134,6 +151,16 @@ def _table_captions(blocks: list[Block]) -> dict[int, int]:
                 pairs[block.block_no] = blocks[j].block_no
                 used.add(blocks[j].block_no)
                 break
+        else:
+            before = blocks[i - 1] if i else None
+            if (
+                before
+                and before.label == "text"
+                and len(before.text) <= TITLE_CHARS
+                and before.block_no not in used
+            ):
+                pairs[block.block_no] = before.block_no
+                used.add(before.block_no)
     return pairs
 
 
@@ -145,35 +172,35 @@ def _table_drafts(
     page_no: int,
     options: ChunkOptions,
 ) -> list[_Draft]:
-    """A table as one chunk (caption + Markdown grid), or row groups with the header repeated."""
+    """A table as one chunk (title, columns, row lines), or groups of rows each repeating the title
+    and columns; a table without a grid is its block's text."""
     bbox = _bbox(page_no, block)
-    head = [caption.strip()] if caption else []
     if table is None or not table.cells:
+        head = [caption.strip()] if caption else []
         return [_table_draft(path, "\n\n".join([*head, block.text.strip()]), page_no, bbox)]
-    rows = grid(table)
-    n_header = max(1, max((c.row + c.rowspan for c in table.cells if c.is_header), default=1))
-    header_rows, body = rows[:n_header], rows[n_header:]
-    header_md = _markdown_rows(header_rows, separator=True)
-    whole = "\n".join([*head, header_md, *(_markdown_rows([r]) for r in body)])
+    text = TableText.of(table, caption)
+    head = text.head()
+    whole = "\n".join([*head, *text.rows])
     n_whole = token_count(whole)
-    if n_whole <= options.max_tokens or not body:
+    limit = options.table_max_tokens
+    if n_whole <= limit or len(text.rows) < 2:
         return [_table_draft(path, whole, page_no, bbox, n_whole)]
-    context = _repeated_context(head, header_md, table, options.max_tokens)
+    while head and token_count("\n".join(head)) > limit // 2:
+        head = head[1:]  # the title's first lines go first, the columns stay longest
+    n_head = token_count("\n".join(head))
     drafts: list[_Draft] = []
     group: list[str] = []
     group_tokens = 0
-    n_context = token_count("\n".join(context))
-    for row in body:
-        line = _markdown_rows([row])
+    for line in text.rows:
         n = token_count(line)
-        if group and n_context + group_tokens + n > options.max_tokens:
+        if group and n_head + group_tokens + n > limit:
             drafts.append(
-                _table_draft(path, "\n".join([*context, *group]), page_no, bbox, n_context + group_tokens)
+                _table_draft(path, "\n".join([*head, *group]), page_no, bbox, n_head + group_tokens)
             )
             group, group_tokens = [], 0
         group.append(line)
         group_tokens += n
-    drafts.append(_table_draft(path, "\n".join([*context, *group]), page_no, bbox, n_context + group_tokens))
+    drafts.append(_table_draft(path, "\n".join([*head, *group]), page_no, bbox, n_head + group_tokens))
     return drafts
 
 
@@ -185,27 +212,6 @@ def _table_draft(
     return _Draft(
         "table", path, [_Piece(text, page_no, bbox)], token_count(text) if tokens is None else tokens
     )
-
-
-def _repeated_context(head: list[str], header_md: str, table: Table, max_tokens: int) -> list[str]:
-    """What each row group of a split table repeats: caption and header rows; when that takes more
-    than half of ``max_tokens``, the header's column names as one row, then without the caption,
-    then nothing."""
-    names = _markdown_rows([list(table.header)], separator=True) if table.header else header_md
-    for context in ([*head, header_md], [*head, names], [names], []):
-        if token_count("\n".join(context)) <= max_tokens // 2:
-            return context
-    return []
-
-
-def _markdown_rows(rows: list[list[str]], separator: bool = False) -> str:
-    def cell(text: str) -> str:
-        return " ".join(text.split()).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    if separator and rows:
-        lines.append("|" + "---|" * len(rows[-1]))
-    return "\n".join(lines)
 
 
 def _bbox(page_no: int, block: Block) -> tuple[int, float, float, float, float] | None:

@@ -12,7 +12,7 @@ from chandra_ocr import preflight
 from chandra_ocr.cli_flags import add_run_flags, options_from_args
 from chandra_ocr.console import EXIT_CODES_HELP, INCOMPLETE, OK, emit, guarded, print_json, refused_sql
 from chandra_ocr.errors import ConfigError
-from chandra_ocr.extras import embed_missing, missing_extra
+from chandra_ocr.extras import missing_extra
 from chandra_ocr.report.data import run_incomplete
 from chandra_ocr.run_settings import flag_message, positive
 from chandra_ocr.sources.discover import recent_note
@@ -82,10 +82,11 @@ def _vector_parsers(add) -> None:
     )
     feed.add_argument("--json", action="store_true", help="the export's and the index's counts as JSON")
 
-    search = add("search", "top-k chunks for a question from the vector index")
+    search = add("search", "the k best pages' chunks for a question (words and meaning, fused)")
     search.add_argument("--kb", required=True)
     search.add_argument("question")
     search.add_argument("-k", type=int, default=5)
+    search.add_argument("--doc", help="search one document (its file name or doc_id)")
     search.add_argument("--index", help="vector index folder (default: KB/vector)")
     search.add_argument("--target", help="search a LangChain vector store instead (as for `feed`)")
 
@@ -240,18 +241,17 @@ def _cmd_feed(args: argparse.Namespace) -> int:
 
     layout = preflight.check_kb_exists(args.kb)
     target = VectorTarget.parse(args.target) if args.target else VectorTarget.from_env()
-    missing = embed_missing() if target is None else None
-    if missing:  # before the export: nothing is done
-        raise ConfigError(missing)
     feed = VectorFeed(target, Path(args.index) if args.index else None)
     export = export_changes(layout)
     counts = feed(layout)
     if args.json:
         where = feed.where(layout)
         key = "store_counts" if target is not None else "index_counts"
+        vectors = dataclasses.asdict(counts.vectors) if counts.vectors is not None else None
         print_json(
             {"export_no": export.export_no, "outbox_file": str(export.path) if export.path else None,
-             "upserts": export.upserts, "deletes": export.deletes, **where, key: dataclasses.asdict(counts)}
+             "upserts": export.upserts, "deletes": export.deletes, **where, key: vectors,
+             "lexical_counts": dataclasses.asdict(counts.lexical)}
         )  # fmt: skip
         return OK
     print(export.summary())
@@ -260,30 +260,25 @@ def _cmd_feed(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from chandra_ocr.vector.consumer import default_index_dir, search_index
-    from chandra_ocr.vector.embedder import Embedder
-    from chandra_ocr.vector.index import index_path
-    from chandra_ocr.vector.target import VectorTarget, search_store
+    from chandra_ocr.vector.search import search_kb
+    from chandra_ocr.vector.target import VectorTarget
 
     layout = preflight.check_kb_exists(args.kb)
     target = VectorTarget.parse(args.target) if args.target else VectorTarget.from_env()
-    index_dir = Path(args.index) if args.index else default_index_dir(layout)
-    if target is not None:
-        hits = search_store(target.build(), args.question, k=args.k)
-    else:
-        index, missing = index_path(index_dir), embed_missing()
-        if missing:
-            then = (
-                f"; then `chandra-ingest feed --kb {args.kb}` builds the index" if not index.is_file() else ""
-            )
-            raise ConfigError(missing + then)
-        if not index.is_file():
-            raise ConfigError(f"no vector index at {index}: run `chandra-ingest feed --kb {args.kb}` first")
-        hits = search_index(index_dir, args.question, Embedder(), k=args.k)
-    for rank, hit in enumerate(hits, start=1):
+    result = search_kb(
+        layout,
+        args.question,
+        k=args.k,
+        doc=args.doc,
+        index_dir=Path(args.index) if args.index else None,
+        store=target.build() if target is not None else None,
+    )
+    if result.note:
+        print(f"note: {result.note}", file=sys.stderr)
+    for rank, hit in enumerate(result.hits, start=1):
         pages = f"p. {hit.page_start}" + (f"-{hit.page_end}" if hit.page_end != hit.page_start else "")
         where = " > ".join(hit.header_path)
-        print(f"{rank}. {hit.score:.3f}  {hit.file_name}  {pages}  [{hit.kind}] {where}")
+        print(f"{rank}. {hit.score:.4f}  {hit.file_name}  {pages}  [{hit.kind}] {where}")
         print("   " + " ".join(hit.text.split())[:300])
     return OK
 

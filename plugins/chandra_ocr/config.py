@@ -54,10 +54,13 @@ class ChunkOptions:
 
     max_tokens: int = 512
     overlap_tokens: int = 64
+    table_max_tokens: int = 256  # a longer table is split between rows into parts of at most this
 
     def __post_init__(self) -> None:
         if not 0 <= self.overlap_tokens < self.max_tokens:
             raise ConfigError("need 0 ≤ overlap_tokens < max_tokens")
+        if self.table_max_tokens < 16:
+            raise ConfigError("table_max_tokens must be ≥ 16")
 
 
 @dataclass(frozen=True)

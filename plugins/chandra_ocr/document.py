@@ -223,7 +223,8 @@ class Document:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A retrieval unit with its provenance."""
+    """A retrieval unit with its provenance. ``text`` is what a reader is shown; ``context`` (the
+    document's identity and the section path) is prepended to it for indexing and embedding."""
 
     chunk_id: str
     doc_id: str
@@ -235,6 +236,17 @@ class Chunk:
     page_start: int
     page_end: int
     bboxes: tuple[tuple[int, float, float, float, float], ...]  # (page_no, x0, y0, x1, y1)
+    context: str = ""
+
+    @property
+    def indexed_text(self) -> str:
+        """What search indexes and embeds: the context, then the text."""
+        return indexed_text(self.context, self.text)
+
+
+def indexed_text(context: str | None, text: str) -> str:
+    """A chunk's context and text as one text for search (the one place that joins them)."""
+    return f"{context}\n{text}" if context else text
 
 
 # -- what travels between the stages besides the document itself ---------------------------------

@@ -1,4 +1,4 @@
-"""Progress lines at a steady cadence (not per page): documents, pages, pages/s, ETA.
+"""Progress lines at a steady cadence (not per page): documents, pages (or chunks), their rate, ETA.
 
 Every step's start and every piece of finished work also beat the stall watchdog (``watchdog.py``).
 """
@@ -16,6 +16,7 @@ class Progress:
 
     The ETA comes from the pages when ``total_pages`` is known, else from the documents when
     ``total_docs`` is; a step that knows neither (a folder walk) logs counts and rates only.
+    ``unit`` names what ``pages`` counts (the vector feed counts chunks).
     """
 
     def __init__(
@@ -25,12 +26,14 @@ class Progress:
         logger: logging.Logger,
         every_s: float = 10.0,
         total_docs: int = 0,
+        unit: str = "pages",
     ) -> None:
         self.what, self.total, self.log, self.every = what, total_pages, logger, every_s
-        self.total_docs = total_docs
+        self.total_docs, self.unit = total_docs, unit
         self.start = self.last = time.monotonic()
         self.pages = 0
         self.docs = 0
+        self._logged: tuple[int, int] | None = None  # the counts of the last line
         WATCHDOG.beat(what)
 
     def add(self, pages: int = 0, docs: int = 0) -> None:
@@ -42,8 +45,9 @@ class Progress:
             self._emit()
 
     def done(self) -> float:
-        """Log the final line and return the elapsed seconds."""
-        self._emit()
+        """Log the final line (unless the last line had these counts) and return the elapsed seconds."""
+        if self._logged != (self.pages, self.docs):
+            self._emit()
         return self.elapsed()
 
     def elapsed(self) -> float:
@@ -52,6 +56,7 @@ class Progress:
 
     def _emit(self) -> None:
         self.last = time.monotonic()
+        self._logged = (self.pages, self.docs)
         elapsed = max(self.last - self.start, 1e-9)
         if not (self.total or self.total_docs or self.pages or self.docs):
             self.log.info("%s: nothing to do", self.what)
@@ -61,13 +66,14 @@ class Progress:
         if self.total:
             rate = self.pages / elapsed
             left = max(self.total - self.pages, 0) / rate if rate > 0 else None
-            counts = f"{docs}{self.pages}/{self.total} pages, {rate:.2f} pages/s"
+            counts = f"{docs}{self.pages}/{self.total} {self.unit}, {rate:.2f} {self.unit}/s"
         elif self.total_docs:
             rate = self.docs / elapsed
             left = max(self.total_docs - self.docs, 0) / rate if rate > 0 else None
-            counts = f"{docs}{self.pages} pages, {rate:.2f} docs/s"
+            counts = f"{docs}{self.pages} {self.unit}, {rate:.2f} docs/s"
         else:  # no total known (a folder walk): counts and rate, no ETA
-            self.log.info("%s: %s%d pages, %.2f docs/s", self.what, docs, self.pages, self.docs / elapsed)
+            rate = self.docs / elapsed
+            self.log.info("%s: %s%d %s, %.2f docs/s", self.what, docs, self.pages, self.unit, rate)
             return
         eta = "not yet known" if left is None else f"{left:.0f}s"
         self.log.info("%s: %s, ETA %s", self.what, counts, eta)

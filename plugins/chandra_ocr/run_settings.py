@@ -234,6 +234,7 @@ BY_NAME = {s.name: s for s in SETTINGS}
 # runs with the library's defaults.
 OPTIONS_ONLY = frozenset({
     "failed_page_budget", "fallbacks", "stall_timeout_s", "chunk.max_tokens", "chunk.overlap_tokens",
+    "chunk.table_max_tokens",
     "pdf.compress_timeout_s", "pdf.compress_min_image_pixels", "pdf.ocr_dpi", "pdf.native_tables",
     "pdf.min_text_chars", "pdf.max_bad_glyph_ratio", "pdf.image_cover_ratio", "pdf.doc_timeout_s",
     "pdf.page_timeout_s", "pdf.memory_limit_mb",

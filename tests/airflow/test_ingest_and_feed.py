@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pymupdf
 import pytest
 from airflow_runs import DagRunResult, asset_events, landing, mtimes, query, run_dag, table_fingerprints, xcom
 
+from chandra_ocr.document import indexed_text
 from chandra_ocr.store.duckdb_store import load_documents
 from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.staging import write_staged
@@ -173,8 +175,13 @@ def _chunk_ids(kb: Path, where: str = "TRUE") -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def initial_exports(world, second) -> tuple[dict, dict]:
-    return _feed(world)[1], _feed(world)[1]
+def initial_feeds(world, second) -> tuple[tuple[DagRunResult, dict], tuple[DagRunResult, dict]]:
+    return _feed(world), _feed(world)
+
+
+@pytest.fixture(scope="module")
+def initial_exports(initial_feeds) -> tuple[dict, dict]:
+    return initial_feeds[0][1], initial_feeds[1][1]
 
 
 def test_vector_feed_exports_all_chunks_then_nothing(world, initial_exports):
@@ -185,6 +192,15 @@ def test_vector_feed_exports_all_chunks_then_nothing(world, initial_exports):
     assert (again["path"], again["upserts"], again["deletes"]) == ("", 0, 0)
     assert len(list((world.kb / "outbox").iterdir())) == 1
     assert _indexed(world.kb) == _chunk_ids(world.kb)  # the index task embedded every exported chunk
+
+
+def test_the_index_task_logs_the_feeds_progress(initial_feeds):
+    (run, export), _ = initial_feeds
+    n = export["upserts"]
+    lines = run.messages("chandra_ocr.vector.consumer")
+    assert any(
+        re.search(rf"^vector feed .*: {n}/{n} chunks, [0-9.]+ chunks/s, ETA 0s$", line) for line in lines
+    ), lines
 
 
 def _indexed(kb: Path) -> set[str]:
@@ -250,4 +266,5 @@ def test_the_feed_dag_syncs_the_store_of_an_airflow_connection(world, initial_ex
     )
     table = lancedb.connect(kwargs["uri"]).open_table("kb").to_arrow()
     stored = sorted(zip(table.column("id").to_pylist(), table.column("text").to_pylist(), strict=True))
-    assert stored == sorted(query(world.kb, "SELECT chunk_id, text FROM chunks"))
+    chunks = query(world.kb, "SELECT chunk_id, context, text FROM chunks")
+    assert stored == sorted((cid, indexed_text(context, text)) for cid, context, text in chunks)

@@ -27,11 +27,11 @@ def browser_kb(tmp_path_factory, samples) -> BrowserKb:
     run(landing, root, IngestOptions(engine="cpu", pdf=PdfOptions(settle_seconds=0, workers=2)))
     layout = KbLayout(root)
     fallback_document(layout)
-    from chandra_ocr.vector.consumer import apply_outbox
+    from chandra_ocr.vector.feed import VectorFeed
     from chandra_ocr.vector.outbox import export_changes
 
     export_changes(layout)
-    apply_outbox(layout)
+    VectorFeed(None)(layout)
     return BrowserKb(root, layout)
 
 

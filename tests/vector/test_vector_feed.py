@@ -1,10 +1,15 @@
-"""The vector feed end to end on real PDFs: ingest → outbox export → embeddings in the index →
-search; forgetting a document removes its vectors. Real DuckDB, the real bundled model."""
+"""The vector feed end to end on real PDFs: ingest → ``chandra-ingest feed`` (outbox export, embeddings
+in the index, progress on stderr) → search; forgetting a document removes its vectors. Real DuckDB,
+the real bundled model, the real CLI in a child process."""
 
 from __future__ import annotations
 
 import io
+import json
+import re
 import shutil
+import subprocess
+import sys
 from contextlib import redirect_stdout
 
 import pytest
@@ -32,15 +37,19 @@ OPTIONS = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, compress
 
 
 @pytest.fixture(scope="module")
-def fed(corpus, tmp_path_factory, embedder):
+def fed(corpus, tmp_path_factory):
+    """(layout, the feed's JSON, its stderr): the corpus files ingested, then ``chandra-ingest feed``."""
     src = tmp_path_factory.mktemp("src")
     for name in FILES:
         shutil.copy(corpus / SOURCES / name, src / name)
     layout = KbLayout(tmp_path_factory.mktemp("kb"))
     run(src, layout.root, OPTIONS)
-    export = export_changes(layout)
-    counts = apply_outbox(layout, layout.root / "vector", embedder=embedder)
-    return layout, export, counts
+    done = subprocess.run(
+        [sys.executable, "-m", "chandra_ocr.cli", "feed", "--kb", str(layout.root), "--json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return layout, json.loads(done.stdout), done.stderr
 
 
 def _kb_chunks(layout: KbLayout, doc_id: str | None = None) -> int:
@@ -53,13 +62,22 @@ def _kb_chunks(layout: KbLayout, doc_id: str | None = None) -> int:
 
 
 def test_every_chunk_gets_one_vector_and_a_replay_changes_nothing(fed, embedder):
-    layout, export, counts = fed
+    layout, feed, _ = fed
+    counts = feed["index_counts"]
     n_chunks = _kb_chunks(layout)
     assert 50 <= n_chunks <= 600
-    assert (counts.files, counts.upserts, counts.deletes) == (1, export.upserts, 0)
-    assert counts.vectors == n_chunks == counts.embedded
+    assert (counts["files"], counts["upserts"], counts["deletes"]) == (1, feed["upserts"], 0)
+    assert counts["vectors"] == n_chunks == counts["embedded"]
     again = apply_outbox(layout, layout.root / "vector", embedder=embedder)
     assert (again.files, again.embedded, again.vectors) == (0, 0, n_chunks)
+
+
+def test_the_feed_shows_its_progress_on_stderr(fed):
+    """The last progress line counts every chunk, with the rate; intermediate ones come every 10 s."""
+    layout, feed, stderr = fed
+    lines = [line for line in stderr.splitlines() if "chandra_ocr.vector.consumer: vector feed" in line]
+    n = feed["upserts"]
+    assert lines and re.search(rf": {n}/{n} chunks, [0-9.]+ chunks/s, ETA 0s$", lines[-1]), stderr[-2000:]
 
 
 def test_a_known_sentence_finds_its_chunk_in_the_top_3(fed, embedder):

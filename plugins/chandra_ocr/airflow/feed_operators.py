@@ -9,13 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import Context
-from airflow.sdk.exceptions import AirflowSkipException
 
 from chandra_ocr.airflow.operators import ConfiguredOperator
 from chandra_ocr.airflow.preflight import triggering_kbs
 from chandra_ocr.airflow.settings import DagSettings, RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
-from chandra_ocr.extras import embed_missing
 from chandra_ocr.vector.feed import VectorFeed
 from chandra_ocr.vector.outbox import export_changes
 from chandra_ocr.vector.target import CONN_ENV, VectorTarget
@@ -81,16 +79,13 @@ class VectorIndexOperator(ConfiguredOperator):
         self.target_conn_id = target_conn_id
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        target = self._target()
-        missing = embed_missing() if target is None else None
-        if missing:  # the outbox files stay: a run after the install applies them
-            raise AirflowSkipException(f"vector index skipped: {missing}")
-        feed = VectorFeed(target)
+        feed = VectorFeed(self._target())
         out = []
         for kb in sorted({e["kb"] for e in rendered(self.exports)}):
             counts = feed(self._layout(kb))
             log.info("%s: %s", kb, counts.summary())
-            out.append({"kb": kb} | dataclasses.asdict(counts))
+            vectors = dataclasses.asdict(counts.vectors) if counts.vectors is not None else {}
+            out.append({"kb": kb, **vectors, "lexical": dataclasses.asdict(counts.lexical)})  # counts only
         return out
 
     def _layout(self, kb: str):

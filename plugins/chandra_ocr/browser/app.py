@@ -25,7 +25,7 @@ from jinja2 import Environment, FileSystemLoader
 from chandra_ocr.browser import queries
 from chandra_ocr.browser.images import PageImages, SourceUnavailable
 from chandra_ocr.errors import ConfigError, NotFoundError
-from chandra_ocr.extras import embed_missing
+from chandra_ocr.extras import embedding_installed
 from chandra_ocr.store.duckdb_store import connect
 from chandra_ocr.store.layout import KbLayout
 
@@ -52,32 +52,24 @@ class KbTarget:
 
 
 class _Search:
-    """The vector index search of ``chandra-ingest search``, with one embedder loaded on first use."""
+    """The search of ``chandra-ingest search`` (``search_kb``), with one embedder loaded on first use."""
 
     def __init__(self) -> None:
         self._embedder: Any = None
         self._lock = threading.Lock()
 
     def hits(self, layout: KbLayout, question: str, k: int) -> tuple[list[Any], str | None]:
-        """(hits, None), or ([], why there are none)."""
-        from chandra_ocr.vector.consumer import default_index_dir, search_index
-        from chandra_ocr.vector.index import index_path
+        """(hits, None), or (hits, a note: why there are none, or why they match words only)."""
+        from chandra_ocr.vector.search import search_kb
 
-        index_dir = default_index_dir(layout)
-        built, missing = index_path(index_dir).is_file(), embed_missing()
-        if missing:
-            return [], missing + (
-                "" if built else f"; then `chandra-ingest feed --kb {layout.root}` builds the index"
-            )
-        if not built:
-            return [], f"no vector index yet: run `chandra-ingest feed --kb {layout.root}` to build it"
         try:
             with self._lock:
-                if self._embedder is None:
+                if self._embedder is None and embedding_installed():
                     from chandra_ocr.vector.embedder import Embedder
 
                     self._embedder = Embedder()
-                return search_index(index_dir, question, self._embedder, k=k), None
+                result = search_kb(layout, question, k, embedder=self._embedder)
+                return result.hits, result.note
         except ConfigError as e:
             return [], str(e)
 

@@ -261,7 +261,7 @@ def _heading_level(raw: _Raw, body: float) -> int | None:
     paragraph fragment (``_fragment``), else None."""
     if not body or raw.n_lines > 3 or len(raw.text) > 200 or not any(c.isalpha() for c in raw.text):
         return None
-    if _fragment(raw.text):
+    if _fragment(raw.text) or _not_a_title(raw.text):
         return None
     ratio = raw.size / body
     if ratio >= 1.6:
@@ -283,6 +283,15 @@ def _fragment(text: str) -> bool:
     if first.islower() or text.rstrip().endswith((",", ";", "-")):
         return True
     return len(text.split()) > HEADING_WORDS and "," in text
+
+
+def _not_a_title(text: str) -> bool:
+    """Whether a short block cannot be a heading: mostly digits and signs ("Minnesota 41-0907483"), or
+    a sentence of several words ending in a full stop ("See accompanying notes to … statements.")."""
+    chars = text.replace(" ", "")
+    if sum(c.isalpha() for c in chars) * 2 < len(chars):
+        return True
+    return text.rstrip().endswith(".") and len(text.split()) > 4
 
 
 def _demote_runs(blocks: list[Block]) -> list[Block]:

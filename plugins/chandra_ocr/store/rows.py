@@ -124,8 +124,9 @@ def document_rows(
                 "page_start": c.page_start,
                 "page_end": c.page_end,
                 "bboxes": [dict(zip(("page_no", "x0", "y0", "x1", "y1"), b, strict=True)) for b in c.bboxes],
-                "content_hash": hashlib.sha256(c.text.encode("utf-8")).hexdigest(),
+                "content_hash": hashlib.sha256(c.indexed_text.encode("utf-8")).hexdigest(),
                 "updated_at": now,
+                "context": c.context,
             }
         )
     return rows

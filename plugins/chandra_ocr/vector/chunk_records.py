@@ -18,10 +18,17 @@ from chandra_ocr.store.layout import KbLayout
 # The keys every record carries, in this order (the outbox and kb.duckdb share these names).
 FIELDS = (
     "chunk_id", "doc_id", "file_name", "source_uri", "chunk_no", "kind", "page_start", "page_end",
-    "header_path", "bboxes", "n_tokens", "content_hash",
+    "header_path", "bboxes", "n_tokens", "content_hash", "context",
 )  # fmt: skip
 
-_COLUMNS = ", ".join(("d." if f in ("file_name", "source_uri") else "c.") + f for f in FIELDS)
+_COLUMNS = ", ".join(
+    {
+        "file_name": "d.file_name",
+        "source_uri": "d.source_uri",
+        "context": "coalesce(c.context, '') AS context",
+    }.get(f, f"c.{f}")
+    for f in FIELDS
+)
 _SELECT = f"""SELECT c.text, {_COLUMNS}
 FROM chunks c JOIN documents d USING (doc_id)
 WHERE ($docs::VARCHAR[] IS NULL OR list_contains($docs, c.doc_id)

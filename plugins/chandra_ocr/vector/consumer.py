@@ -5,27 +5,30 @@ documented in ``chandra_ocr/vector/outbox.py``), skips files already applied, an
 index transaction: deletes the vectors of ``delete`` rows, then upserts ``upsert`` rows by
 ``chunk_id`` — embedding only chunks whose ``content_hash`` is new to the index (moved or
 renumbered chunks keep their vectors) — and records the file as applied. A crash leaves the
-index at the last whole file; the next call resumes there.
+index at the last whole file; the next call resumes there. Chunks are embedded ``EMBED_SLICE`` at a
+time, and a progress line (chunks done, chunks/s, ETA) is logged every 10 s.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from chandra_ocr.errors import StoreError
+from chandra_ocr.document import indexed_text
+from chandra_ocr.progress import Progress
 from chandra_ocr.store.duckdb_store import transaction
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector.embedder import Embedder
 from chandra_ocr.vector.index import COLUMNS, EXACT_SEARCH_LIMIT, Hit, last_applied, open_index, search
+from chandra_ocr.vector.outbox import count_upserts, pending_files, read_export
 
 log = logging.getLogger(__name__)
+
+EMBED_SLICE = 256  # chunks per embedding call: the progress counts whole slices
 
 
 @dataclass(frozen=True)
@@ -61,17 +64,6 @@ def default_index_dir(layout: KbLayout) -> Path:
     return layout.root / "vector"
 
 
-def pending_files(layout: KbLayout, feed: str, after: int) -> list[tuple[int, Path]]:
-    """(export_no, path) of the outbox files of ``feed`` numbered above ``after``, in order."""
-    pattern = re.compile(rf"{re.escape(feed)}-(\d{{6,}})\.parquet")
-    found = []
-    for path in layout.outbox().glob(f"{feed}-*.parquet"):
-        m = pattern.fullmatch(path.name)
-        if m and int(m.group(1)) > after:
-            found.append((int(m.group(1)), path))
-    return sorted(found)
-
-
 def apply_outbox(
     layout: KbLayout, index_dir: Path | None = None, *, feed: str = "vector", embedder: Embedder | None = None
 ) -> ApplyCounts:
@@ -86,12 +78,16 @@ def apply_outbox(
     con = open_index(index_dir, embedder.name, embedder.dim)
     totals = [0, 0, 0, 0]
     try:
-        for export_no, path in pending_files(layout, feed, last_applied(con, feed)):
-            counts = _apply_file(con, embedder, feed, export_no, path)
+        pending = pending_files(layout, feed, last_applied(con, feed))
+        progress = Progress(f"vector feed {index_dir}", count_upserts(pending), log, unit="chunks")
+        for export_no, path in pending:
+            counts = _apply_file(con, embedder, feed, export_no, path, progress)
             totals = [a + b for a, b in zip(totals, (1, *counts), strict=True)]
         vectors = int(con.execute("SELECT count(*) FROM vectors").fetchall()[0][0])
     finally:
         con.close()
+    if progress.total:
+        progress.done()
     files, upserts, deletes, embedded = totals
     result = ApplyCounts(files, upserts, deletes, embedded, vectors)
     log.info(
@@ -102,13 +98,15 @@ def apply_outbox(
 
 
 def _apply_file(
-    con: duckdb.DuckDBPyConnection, embedder: Embedder, feed: str, export_no: int, path: Path
+    con: duckdb.DuckDBPyConnection,
+    embedder: Embedder,
+    feed: str,
+    export_no: int,
+    path: Path,
+    progress: Progress,
 ) -> tuple[int, int, int]:
     """Apply one outbox file in one transaction; returns (upserts, deletes, embedded)."""
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowException) as e:
-        raise StoreError(f"cannot read outbox file {path}: {e}") from e
+    table = read_export(path)
     ops = table.column("op").to_pylist()
     deletes = table.filter(pa.array([op == "delete" for op in ops]))
     upserts = table.filter(pa.array([op == "upsert" for op in ops])).select(COLUMNS.split(", "))
@@ -116,11 +114,12 @@ def _apply_file(
     con.register("outbox_upserts", upserts)
     try:
         with transaction(con):
-            embedded = _stage(con, embedder)  # before the deletes: a moved chunk's vector is reused
+            embedded = _stage(con, embedder, progress)  # before the deletes: a moved chunk's vector is reused
             con.execute("DELETE FROM vectors WHERE chunk_id IN (SELECT chunk_id FROM outbox_deletes)")
             dim = embedder.dim
             con.execute(
-                f"INSERT OR REPLACE INTO vectors SELECT {COLUMNS}, embedding::FLOAT[{dim}], now() FROM staged"
+                f"INSERT OR REPLACE INTO vectors BY NAME SELECT {COLUMNS}, "
+                f"embedding::FLOAT[{dim}] AS embedding, now() AS embedded_at FROM staged"
             )
             con.execute("DROP TABLE staged")
             con.execute(
@@ -140,10 +139,11 @@ def _apply_file(
     return upserts.num_rows, deletes.num_rows, embedded
 
 
-def _stage(con: duckdb.DuckDBPyConnection, embedder: Embedder) -> int:
+def _stage(con: duckdb.DuckDBPyConnection, embedder: Embedder, progress: Progress) -> int:
     """``outbox_upserts`` with vectors as temp table ``staged``; returns how many had to be embedded.
 
-    A vector is reused when the index already holds a chunk with the same content hash.
+    A vector is reused when the index already holds a chunk with the same content hash. Each chunk
+    counts in ``progress`` once it has its vector.
     """
     dim = embedder.dim
     con.execute(
@@ -153,14 +153,20 @@ def _stage(con: duckdb.DuckDBPyConnection, embedder: Embedder) -> int:
             FROM outbox_upserts u"""
     )
     missing = con.execute(
-        "SELECT chunk_id, text FROM staged WHERE embedding IS NULL ORDER BY chunk_id"
+        "SELECT chunk_id, context, text FROM staged WHERE embedding IS NULL ORDER BY chunk_id"
     ).fetchall()
+    progress.add(int(con.execute("SELECT count(*) FROM staged").fetchall()[0][0]) - len(missing))
     if missing:
-        vectors = embedder.embed([text or "" for _, text in missing])
+        parts = []
+        for start in range(0, len(missing), EMBED_SLICE):
+            part = missing[start : start + EMBED_SLICE]
+            texts = [indexed_text(context, text or "") for _, context, text in part]
+            parts.append(pa.array(embedder.embed(texts).ravel(), pa.float32()))
+            progress.add(len(part))
         fresh = pa.table(
             {
-                "chunk_id": [cid for cid, _ in missing],
-                "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), dim),
+                "chunk_id": [cid for cid, *_ in missing],
+                "embedding": pa.FixedSizeListArray.from_arrays(pa.concat_arrays(parts), dim),
             }
         )
         con.register("fresh_vectors", fresh)

@@ -30,7 +30,7 @@ EXACT_SEARCH_LIMIT = 100_000
 # The outbox columns an index keeps beside each vector (outbox.py documents them).
 COLUMNS = (
     "chunk_id, doc_id, chunk_no, kind, text, n_tokens, header_path, page_start, page_end, "
-    "bboxes, content_hash, source_uri, file_name"
+    "bboxes, content_hash, source_uri, file_name, context"
 )
 
 
@@ -47,6 +47,7 @@ class Hit:
     header_path: tuple[str, ...]
     text: str
     score: float
+    context: str = ""
 
 
 def index_path(index_dir: Path) -> Path:
@@ -91,8 +92,9 @@ def _create(con: duckdb.DuckDBPyConnection, model: str, dim: int) -> None:
             text VARCHAR, n_tokens INTEGER, header_path VARCHAR[], page_start INTEGER, page_end INTEGER,
             bboxes STRUCT(page_no INTEGER, x0 DOUBLE, y0 DOUBLE, x1 DOUBLE, y1 DOUBLE)[],
             content_hash VARCHAR, source_uri VARCHAR, file_name VARCHAR,
-            embedding FLOAT[{int(dim)}] NOT NULL, embedded_at TIMESTAMPTZ NOT NULL)"""
+            embedding FLOAT[{int(dim)}] NOT NULL, embedded_at TIMESTAMPTZ NOT NULL, context VARCHAR)"""
     )
+    con.execute("ALTER TABLE vectors ADD COLUMN IF NOT EXISTS context VARCHAR")  # an index made before it
     con.execute(
         "CREATE TABLE IF NOT EXISTS applied_exports (feed VARCHAR, export_no INTEGER, file VARCHAR, "
         "upserts BIGINT, deletes BIGINT, embedded BIGINT, applied_at TIMESTAMPTZ, "
@@ -123,14 +125,14 @@ def search(con: duckdb.DuckDBPyConnection, query_vector, k: int = 5, doc_id: str
     dim = len(query_vector)
     rows = con.execute(
         f"""SELECT chunk_id, doc_id, file_name, page_start, page_end, kind, header_path, text,
-                   array_cosine_similarity(embedding, ?::FLOAT[{dim}]) AS score
+                   array_cosine_similarity(embedding, ?::FLOAT[{dim}]) AS score, coalesce(context, '')
             FROM vectors WHERE ?::VARCHAR IS NULL OR doc_id = ?
             ORDER BY score DESC, chunk_id LIMIT ?""",
         [list(map(float, query_vector)), doc_id, doc_id, int(k)],
     ).fetchall()
     return [
-        Hit(chunk_id, doc_id, file_name, first, last, kind, tuple(header_path or ()), text, float(score))
-        for chunk_id, doc_id, file_name, first, last, kind, header_path, text, score in rows
+        Hit(cid, doc_id, file_name, first, last, kind, tuple(header_path or ()), text, float(score), context)
+        for cid, doc_id, file_name, first, last, kind, header_path, text, score, context in rows
     ]
 
 

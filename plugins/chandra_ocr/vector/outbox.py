@@ -10,7 +10,8 @@ Outbox columns, one row per chunk, deletes first, then upserts by ``doc_id, chun
 - ``chunk_id``, ``doc_id``, ``changed_at`` (when the change reached the knowledge base);
 - for upserts only (NULL for deletes): ``chunk_no``, ``kind``, ``text``, ``n_tokens``,
   ``header_path``, ``page_start``, ``page_end``, ``bboxes``, ``content_hash``, ``source_uri``,
-  ``file_name``.
+  ``file_name``, ``context`` (what the chunk belongs to; a store indexes ``context`` + newline +
+  ``text``, ``document.indexed_text``).
 
 The file's key-value metadata holds ``feed``, ``export_no``, ``since`` and ``until`` (ISO times).
 Applying the files in ``export_no`` order, each row idempotently (upsert by ``chunk_id``, delete
@@ -20,11 +21,13 @@ by ``chunk_id``), reproduces the knowledge base's chunks in a vector index.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from chandra_ocr.errors import StoreError
@@ -39,12 +42,13 @@ CREATE OR REPLACE TEMP TABLE feed_changes AS
 SELECT 'delete' AS op, t.chunk_id, t.doc_id, t.deleted_at AS changed_at,
        NULL::INTEGER AS chunk_no, NULL::VARCHAR AS kind, NULL::VARCHAR AS text, NULL::INTEGER AS n_tokens,
        NULL::VARCHAR[] AS header_path, NULL::INTEGER AS page_start, NULL::INTEGER AS page_end,
-       NULL AS bboxes, NULL::VARCHAR AS content_hash, NULL::VARCHAR AS source_uri, NULL::VARCHAR AS file_name
+       NULL AS bboxes, NULL::VARCHAR AS content_hash, NULL::VARCHAR AS source_uri, NULL::VARCHAR AS file_name,
+       NULL::VARCHAR AS context
 FROM chunk_tombstones t WHERE t.deleted_at > coalesce($since::TIMESTAMPTZ, '-infinity')
 UNION ALL BY NAME
 SELECT 'upsert' AS op, c.chunk_id, c.doc_id, c.updated_at AS changed_at, c.chunk_no, c.kind,
        c.text, c.n_tokens, c.header_path, c.page_start, c.page_end, c.bboxes, c.content_hash,
-       d.source_uri, d.file_name
+       d.source_uri, d.file_name, coalesce(c.context, '') AS context
 FROM chunks c JOIN documents d USING (doc_id) WHERE c.updated_at > coalesce($since::TIMESTAMPTZ, '-infinity')
 """
 
@@ -69,6 +73,41 @@ class FeedExport:
             return "outbox: nothing changed since the last export"
         counts = f"{self.upserts} upserts, {self.deletes} deletes"
         return f"outbox: export {self.export_no} → {self.path} ({counts})"
+
+
+def pending_files(layout: KbLayout, feed: str, after: int) -> list[tuple[int, Path]]:
+    """(export_no, path) of the outbox files of ``feed`` numbered above ``after``, in order."""
+    pattern = re.compile(rf"{re.escape(feed)}-(\d{{6,}})\.parquet")
+    found = []
+    for path in layout.outbox().glob(f"{feed}-*.parquet"):
+        m = pattern.fullmatch(path.name)
+        if m and int(m.group(1)) > after:
+            found.append((int(m.group(1)), path))
+    return sorted(found)
+
+
+def count_upserts(files: list[tuple[int, Path]]) -> int:
+    """How many upsert rows the outbox ``files`` hold (a feed's progress total)."""
+    total = 0
+    for _, path in files:
+        try:
+            ops = pq.read_table(path, columns=["op"]).column("op")
+        except (OSError, pa.ArrowException) as e:
+            raise StoreError(f"cannot read outbox file {path}: {e}") from e
+        total += ops.to_pylist().count("upsert")
+    return total
+
+
+def read_export(path: Path) -> pa.Table:
+    """One outbox file's rows; a file written before the ``context`` column has it as NULL.
+    Raises StoreError when the file cannot be read."""
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as e:
+        raise StoreError(f"cannot read outbox file {path}: {e}") from e
+    if "context" not in table.column_names:
+        table = table.append_column("context", pa.nulls(table.num_rows, pa.string()))
+    return table
 
 
 def outbox_file(layout: KbLayout, feed: str, export_no: int) -> Path:

@@ -12,7 +12,7 @@ Crash-safe: before a batch is written its ids are recorded as *in flight* (no fi
 rerun after a kill at any point deletes whatever part of the batch reached the store and writes it
 again; deletes are repeated until their file is recorded. The record lives at
 ``<kb>/vector/sync-<target>.duckdb``; deleting it (and the store's collection) resyncs from the
-first outbox file.
+first outbox file. A progress line (chunks done, chunks/s, ETA) is logged every 10 s.
 """
 
 from __future__ import annotations
@@ -29,11 +29,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from chandra_ocr.document import indexed_text
 from chandra_ocr.errors import ConfigError, StoreError
+from chandra_ocr.progress import Progress
 from chandra_ocr.store.duckdb_store import transaction
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector.chunk_records import chunk_metadata
-from chandra_ocr.vector.consumer import default_index_dir, pending_files
+from chandra_ocr.vector.consumer import default_index_dir
+from chandra_ocr.vector.outbox import count_upserts, pending_files
 
 if TYPE_CHECKING:
     from langchain_core.vectorstores import VectorStore
@@ -87,12 +90,16 @@ def sync_outbox(
     totals = [0, 0, 0, 0]
     try:
         _create(con)
-        for export_no, file in pending_files(layout, feed, _last_applied(con, feed)):
-            counts = _apply_file(con, store, feed, export_no, file, batch_size)
+        pending = pending_files(layout, feed, _last_applied(con, feed))
+        progress = Progress(f"vector store {target}", count_upserts(pending), log, unit="chunks")
+        for export_no, file in pending:
+            counts = _apply_file(con, store, feed, export_no, file, batch_size, progress)
             totals = [a + b for a, b in zip(totals, (1, *counts), strict=True)]
         held = int(con.execute("SELECT count(*) FROM records").fetchall()[0][0])
     finally:
         con.close()
+    if progress.total:
+        progress.done()
     files, written, skipped, deleted = totals
     result = SyncCounts(target, files, written, skipped, deleted, held)
     log.info("%s", result.summary())
@@ -113,7 +120,13 @@ def _last_applied(con: duckdb.DuckDBPyConnection, feed: str) -> int:
 
 
 def _apply_file(
-    con: duckdb.DuckDBPyConnection, store: VectorStore, feed: str, export_no: int, file: Path, batch_size: int
+    con: duckdb.DuckDBPyConnection,
+    store: VectorStore,
+    feed: str,
+    export_no: int,
+    file: Path,
+    batch_size: int,
+    progress: Progress,
 ) -> tuple[int, int, int]:
     """Deletes, changed upserts in batches, then the file's record; returns (written, skipped, deleted).
 
@@ -132,8 +145,10 @@ def _apply_file(
             upserts = [_record(r) for r in rows if r["op"] == "upsert"]
             known = _fingerprints(con, [u[0] for u in upserts])
             todo = [u for u in upserts if known.get(u[0], "") != u[3]]
+            progress.add(len(upserts) - len(todo))
             for batch in _batches(todo, batch_size):
                 _write(con, store, batch, known)
+                progress.add(len(batch))
             written, skipped, deleted = (
                 written + len(todo),
                 skipped + len(upserts) - len(todo),
@@ -189,7 +204,7 @@ def _fingerprints(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, s
 
 def _record(row: dict[str, Any]) -> tuple[str, str, dict[str, Any], str]:
     """(chunk_id, text, flat metadata, fingerprint) of one upsert row."""
-    text = row["text"] or ""
+    text = indexed_text(row.get("context"), row["text"] or "")
     meta = chunk_metadata(row, flat=True)
     payload = json.dumps([text, meta], sort_keys=True, ensure_ascii=False)
     return row["chunk_id"], text, meta, hashlib.sha256(payload.encode("utf-8")).hexdigest()
