@@ -279,6 +279,25 @@ def test_the_cli_loads_every_load_pages_and_at_the_end(tmp_path, samples, monkey
     assert kb_rows(tmp_path / "kb", "SELECT count(*) FROM documents") == [(2,)]
 
 
+def test_the_next_batch_is_triaged_before_the_last_one_is_assembled(tmp_path, samples):
+    """The CLI keeps its workers busy across batches (``pipeline.overlapped``): with one worker, which
+    runs tasks in the order they were submitted, the second batch's document is triaged (its record
+    written) before the first one's is assembled (its Markdown written); every document is ingested."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("report.pdf", "mixed.pdf", "scanned_memo.pdf"):
+        shutil.copy(samples / name, src)
+    options = IngestOptions(engine="text", batch_pages=1, pdf=PdfOptions(settle_seconds=0, workers=1))
+    summary = run(src, tmp_path / "kb", options)
+    layout = KbLayout(tmp_path / "kb")
+    docs = [doc for batch in summary.batches for doc in batch.docs]
+    assert len(docs) == len(summary.batches) == 3
+    assembled = [layout.export(d.doc_id, ".md").stat().st_mtime_ns for d in docs]
+    triaged = [layout.document_checkpoint(d.doc_id).stat().st_mtime_ns for d in docs]
+    assert triaged[1] < assembled[0] and triaged[2] < assembled[1]
+    assert kb_rows(tmp_path / "kb", "SELECT count(*) FROM documents WHERE status = 'ingested'") == [(3,)]
+
+
 def test_documents_read_from_the_text_layer_alone_go_through_assemble_like_the_others(tmp_path, samples):
     """Extract checkpoints every document, one whose every page takes the text route included (state
     ``extracted``, nothing written yet); assemble writes them all."""
@@ -310,6 +329,24 @@ def test_documents_read_from_the_text_layer_alone_go_through_assemble_like_the_o
     Load(ctx)([batch])
     rows = kb_rows(layout.root, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")
     assert rows == [("mixed.pdf", "ingested", "r1"), ("report.pdf", "ingested", "r1")]
+
+
+@pytest.mark.corpus
+def test_a_large_document_triaged_in_parts_ingests_as_triaged_whole(tmp_path, corpus):
+    """Two workers triage a 57-page filing in parts (``extract._parts``), joined and checkpointed by
+    the extract stage; the knowledge base holds the rows of one worker triaging it whole."""
+    from dataclasses import replace
+
+    from chandra_ocr.stages.extract import _parts
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(corpus / "rag-dev" / "pdfs" / "AMCOR_2023Q2_10Q.pdf", src)
+    two = IngestOptions(engine="text", pdf=PdfOptions(settle_seconds=0, workers=2))
+    assert len(_parts([57], 2)[0]) > 1
+    run(src, tmp_path / "parts", two)
+    run(src, tmp_path / "whole", replace(two, pdf=replace(two.pdf, workers=1)))
+    assert _content_hashes(tmp_path / "parts") == _content_hashes(tmp_path / "whole")
 
 
 def test_forked_workers_write_staged_without_starting_duckdb(tmp_path, samples, monkeypatch):

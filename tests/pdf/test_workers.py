@@ -177,3 +177,21 @@ def test_largest_jobs_start_first_and_futures_keep_the_jobs_order() -> None:
 
 def _started(name: str) -> tuple[str, float]:
     return name, time.monotonic()
+
+
+def test_a_wait_behind_other_tasks_lasts_while_the_pool_progresses(monkeypatch) -> None:
+    """in_order counts any task of the pool finishing as progress: a batch's tasks queued behind the
+    next batch's (pipeline.overlapped) are not failed for waiting, while a pool that finishes
+    nothing for a task's limit still fails it."""
+    import chandra_ocr.pdf.workers as workers_module
+
+    monkeypatch.setattr(workers_module, "WAKE_S", 0.05)
+    monkeypatch.setattr(workers_module, "_GRACE_S", 0.0)
+    with PdfWorkers(1, LIMIT_MB, fork=True) as pool:
+        ahead = [pool.submit(time.sleep, 0.3, timeout=10) for _ in range(6)]  # 1.8 s of work ahead
+        (mine,) = list(pool.in_order([pool.submit(os.getpid, timeout=1.0)], "test"))
+        assert mine.result() != os.getpid() and all(f.done() for f in ahead)
+        pool.submit(time.sleep, 2.0, timeout=10)  # finishes nothing for longer than the next task's limit
+        (late,) = list(pool.in_order([pool.submit(os.getpid, timeout=0.5)], "test"))
+        with pytest.raises(StageTimeoutError, match="no answer"):
+            late.result()
