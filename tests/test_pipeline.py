@@ -23,16 +23,14 @@ OPTIONS = IngestOptions(engine="cpu", pdf=PdfOptions(settle_seconds=0, workers=2
 def _content_hashes(kb: Path) -> dict[str, tuple]:
     """Row count and an order-independent hash of every column of every KB table."""
     con = connect(KbLayout(kb), read_only=True)
+    run_columns = {"ingested_at", "first_seen", "run_id", "updated_at"}  # when and by which run
     try:
-        return {
-            t: con.execute(
-                f"SELECT count(*), bit_xor(hash(COLUMNS(* EXCLUDE (ingested_at, first_seen, run_id))))"
-                f" FROM {t}"
-                if t == "documents"
-                else f"SELECT count(*), bit_xor(hash(COLUMNS(*))) FROM {t}"
-            ).fetchall()
-            for t in DOCUMENT_TABLES
-        }
+        hashes = {}
+        for t in DOCUMENT_TABLES:
+            left_out = [c for (c, *_) in con.execute(f"DESCRIBE {t}").fetchall() if c in run_columns]
+            columns = f"* EXCLUDE ({', '.join(left_out)})" if left_out else "*"
+            hashes[t] = con.execute(f"SELECT count(*), bit_xor(hash(COLUMNS({columns}))) FROM {t}").fetchall()
+        return hashes
     finally:
         con.close()
 
