@@ -1,10 +1,13 @@
 """Born-digital throughput: the whole pipeline (discover → DuckDB) vs raw PyMuPDF vs pymupdf4llm.
 
     .venv/bin/python -m bench.born_digital [--pages 200] [--steady-pages 2000] [--repeats 3]
-                                           [--corpus DIR] [--out F] [--work DIR]
+                                           [--set docling|filings] [--corpus DIR] [--out F] [--work DIR]
 
-Uses the docling born-digital PDFs of the corpus, copied (each copy made unique by an appended
-PDF comment, so its doc_id differs) until at least ``--pages`` pages. Each method runs
+``--set docling`` (the default) uses the docling born-digital PDFs of the corpus, copied (each copy
+made unique by an appended PDF comment, so its doc_id differs) until at least ``--pages`` pages.
+``--set filings`` uses the 16 SEC filings of ``rag-dev/pdfs`` instead (10-K, 10-Q, 8-K: 1,884
+table-dense pages), each once, one size, without pymupdf4llm or the fixed cost →
+``born_digital_filings.json``. Each method runs
 ``--repeats`` times on the same files, the methods taking turns (each pipeline run into a new
 knowledge base); pages/s and ratios are of the median times, every time is in the file. Before
 that, one untimed pass of each over a few files pays the process's one-time costs (DuckDB's and
@@ -14,7 +17,12 @@ importing it switches PyMuPDF features on for the whole process. The same is rep
 pymupdf4llm) on ``--steady-pages`` pages, where a run's fixed cost (worker start, schema, load,
 run record) is spread over ten times more pages; that fixed cost itself is measured as the
 run over one 1-page document (``fixed_cost``). Each full pipeline run also records its CPU seconds
-in this process and in the workers, and the core-seconds left idle (``pipeline_cpu_s``); and how
+in this process and in the workers, the core-seconds left idle and the wall seconds of each stage
+over its batches (``pipeline_cpu_s``; the CLI overlaps batches, so the stages' seconds overlap);
+raw ``get_text()`` records its CPU seconds too (``raw_cpu_s``), and ``ratio_bound_two_idle_cores``
+is the ratio the pipeline's CPU seconds would give spread over ``--workers`` whole cores with none
+idle (the median CPU seconds of raw ``get_text()`` × workers / the pipeline's): an upper bound that
+other load on the machine does not move, beside the timed ratio that it does; and how
 much two processes speed raw ``get_text()`` up on this machine is measured last
 (``two_process_speedup``: 2.0 when its two cores are whole), as the pipeline's two workers are
 held against one raw process.
@@ -28,9 +36,10 @@ and the run waits (at most ``--settle-s``) until it is back under ``SETTLED_MS``
 waits are in the results (``file_creation``).
 
 ``--against OTHER/plugins`` compares this tree with another one in the same run instead: both
-run the whole pipeline on the same ``--pages`` pages in child processes (each warmed up on a few
-files first), taking turns ``--repeats`` times; the ratio of their median times is printed and
-written to ``--out`` (default ``bench/results/born_digital_against.json``).
+run the whole pipeline on the same ``--pages`` pages (with ``--set filings``: the filings) in child
+processes (each warmed up on a few files first), taking turns ``--repeats`` times, beside raw
+``get_text()`` on the same pages; the ratio of their median times is printed and written to
+``--out`` (default ``bench/results/born_digital_against.json``, ``born_digital_filings_against.json``).
 """
 
 from __future__ import annotations
@@ -98,12 +107,15 @@ def make_copies(sources: list[Path], pages: int, dest: Path) -> tuple[list[Path]
     return files, total
 
 
-def raw_pymupdf(files: list[Path]) -> float:
-    t0 = time.perf_counter()
+def raw_pymupdf(files: list[Path], cpu: list[float] | None = None) -> float:
+    """Seconds of raw ``get_text()`` over ``files``; ``cpu`` gets its CPU seconds."""
+    t0, c0 = time.perf_counter(), time.process_time()
     for f in files:
         with pymupdf.open(f) as doc:
             for page in doc:
                 page.get_text()
+    if cpu is not None:
+        cpu.append(time.process_time() - c0)
     return time.perf_counter() - t0
 
 
@@ -128,17 +140,29 @@ def with_pymupdf4llm(files: list[Path]) -> float | None:
 
 
 def pipeline(src: Path, kb: Path, workers: int, native_tables: bool, cpu: list[dict] | None = None) -> float:
-    """Seconds of one run; ``cpu`` gets its CPU seconds in this process and in the (reaped) workers."""
+    """Seconds of one run; ``cpu`` gets its CPU seconds in this process and in the (reaped) workers,
+    and each stage's wall seconds summed over the batches."""
     pdf = PdfOptions(settle_seconds=0, workers=workers, native_tables=native_tables)
     options = IngestOptions(engine="text", pdf=pdf)
     before = _cpu_seconds()
     t0 = time.perf_counter()
-    run(src, kb, options)
+    summary = run(src, kb, options)
     seconds = time.perf_counter() - t0
     if cpu is not None:
         main, workers_cpu = (a - b for a, b in zip(_cpu_seconds(), before, strict=True))
         idle = workers * seconds - main - workers_cpu  # core-seconds none of the processes used
-        cpu.append({"main": round(main, 3), "workers": round(workers_cpu, 3), "idle_core_s": round(idle, 3)})
+        stages: dict[str, float] = {}
+        for batch in summary.batches:
+            for stage, s in batch.seconds.items():
+                stages[stage] = stages.get(stage, 0.0) + s
+        cpu.append(
+            {
+                "main": round(main, 3),
+                "workers": round(workers_cpu, 3),
+                "idle_core_s": round(idle, 3),
+                "stage_s": {k: round(v, 3) for k, v in stages.items()},
+            }
+        )
     return seconds
 
 
@@ -197,13 +221,15 @@ def measure(
     files, pages = make_copies(sources, pages, src)
     seconds: dict[str, list[float]] = {"raw": [], "full": [], "text_only": []}
     cpu: list[dict] = []
+    raw_cpu: list[float] = []
     for i in range(repeats):
         settle()
         seconds["full"].append(pipeline(src, work / f"kb-{i}", workers, native_tables=True, cpu=cpu))
         settle()
         seconds["text_only"].append(pipeline(src, work / f"kb-text-only-{i}", workers, native_tables=False))
-        seconds["raw"].append(raw_pymupdf(files))
+        seconds["raw"].append(raw_pymupdf(files, raw_cpu))
     raw, full, text_only = (statistics.median(seconds[k]) for k in ("raw", "full", "text_only"))
+    full_cpu = statistics.median(c["main"] + c["workers"] for c in cpu)
     llm = with_pymupdf4llm(files) if with_llm else None
     return {
         "documents": len(files),
@@ -218,6 +244,8 @@ def measure(
         "ratio_pipeline_without_native_tables_vs_raw": raw / text_only,
         "seconds": {k: [round(x, 3) for x in v] for k, v in seconds.items()},
         "pipeline_cpu_s": cpu,
+        "raw_cpu_s": [round(x, 3) for x in raw_cpu],
+        "ratio_bound_two_idle_cores": workers * statistics.median(raw_cpu) / full_cpu,
     }
 
 
@@ -249,15 +277,23 @@ print(time.perf_counter() - t0)
 """
 
 
-def against(sources: list[Path], other: Path, args: argparse.Namespace, work: Path, settle: Settle) -> dict:
-    """This tree's and ``other``'s whole pipeline on the same pages, in child processes, taking turns."""
+def against(
+    sources: list[Path],
+    warm_sources: list[Path],
+    other: Path,
+    args: argparse.Namespace,
+    work: Path,
+    settle: Settle,
+) -> dict:
+    """This tree's and ``other``'s whole pipeline on the same pages, in child processes, taking turns
+    (each warmed up on a few of ``warm_sources``), and raw ``get_text()`` on them after each turn."""
     src, warm = work / "in", work / "warm"
     src.mkdir(parents=True)
     warm.mkdir()
     files, pages = make_copies(sources, args.pages, src)
-    make_copies(sources[:3], 3, warm)
+    make_copies(warm_sources[:3], 3, warm)
     trees = {"this": REPO / "plugins", "other": other.resolve()}
-    seconds: dict[str, list[float]] = {k: [] for k in trees}
+    seconds: dict[str, list[float]] = {k: [] for k in [*trees, "raw"]}
     for i in range(args.repeats):
         for name, plugins in trees.items():
             settle()
@@ -267,25 +303,30 @@ def against(sources: list[Path], other: Path, args: argparse.Namespace, work: Pa
                 [*argv, str(args.workers)], env=env, check=True, capture_output=True, text=True
             )
             seconds[name].append(float(out.stdout.strip().splitlines()[-1]))
-    this, that = (statistics.median(seconds[k]) for k in trees)
+        seconds["raw"].append(raw_pymupdf(files))
+    this, that, raw = (statistics.median(seconds[k]) for k in [*trees, "raw"])
     return {
         "other": str(trees["other"]),
         "documents": len(files),
         "pages": pages,
         "ratio_other_time_vs_this": that / this,
+        "ratio_vs_raw": {"this": raw / this, "other": raw / that},
         "seconds": {k: [round(x, 3) for x in v] for k, v in seconds.items()},
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument("--pages", type=int, default=200, help="docling set: pages of the first size")
     parser.add_argument(
         "--corpus",
         type=Path,
         default=Path(os.environ.get("CHANDRA_OCR_CORPUS", REPO.parent / "shared" / "corpus")),
     )
-    parser.add_argument("--steady-pages", type=int, default=2000, help="0: skip the larger run")
+    parser.add_argument(
+        "--set", dest="documents", choices=("docling", "filings"), default="docling", help="which PDFs"
+    )
+    parser.add_argument("--steady-pages", type=int, default=2000, help="0: skip the larger run (docling)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path)
@@ -293,9 +334,13 @@ def main() -> None:
     parser.add_argument("--settle-s", type=float, default=90.0, help="longest wait for cheap file creation")
     parser.add_argument("--against", type=Path, help="another tree's plugins folder to compare with")
     args = parser.parse_args()
-    name = "born_digital_against.json" if args.against else "born_digital.json"
-    out = args.out or REPO / "bench" / "results" / name
-    sources = sorted((args.corpus / "docling" / "tests" / "data" / "pdf" / "sources").glob("*.pdf"))
+    filings = args.documents == "filings"
+    name = ("born_digital_filings" if filings else "born_digital") + ("_against" if args.against else "")
+    out = args.out or REPO / "bench" / "results" / f"{name}.json"
+    docling = sorted((args.corpus / "docling" / "tests" / "data" / "pdf" / "sources").glob("*.pdf"))
+    sources = sorted((args.corpus / "rag-dev" / "pdfs").glob("*.pdf")) if filings else docling
+    if filings:  # each filing once
+        args.pages = sum(pymupdf.open(p).page_count for p in sources)
     # Everything is deleted at the end, not between runs: ext4 (without a journal, as here) makes
     # each new file skip the inodes freed in the last minutes, one inode-table lookup apiece, so
     # the files of a run deleted just before would slow the next run's file creation.
@@ -303,17 +348,18 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="born-digital-", dir=args.work))
     settle = Settle(work, args.settle_s)
     load_at_start = os.getloadavg()[0]
-    result: dict = {}
+    result: dict = {"documents": args.documents}
     try:
         if args.against:
-            result["against"] = against(sources, args.against, args, work / "against", settle)
+            result["against"] = against(sources, docling, args.against, args, work / "against", settle)
         else:
-            warm_up(sources, args.workers, work / "warm-up")
-            result["fixed_cost"] = fixed_cost(
-                sources, args.workers, work / "fixed", settle, repeats=max(args.repeats, 5)
-            )
-            sizes = [(args.pages, "small", True)] + (
-                [(args.steady_pages, "steady", False)] if args.steady_pages else []
+            warm_up(docling, args.workers, work / "warm-up")
+            if not filings:
+                result["fixed_cost"] = fixed_cost(
+                    sources, args.workers, work / "fixed", settle, repeats=max(args.repeats, 5)
+                )
+            sizes = [(args.pages, "filings" if filings else "small", not filings)] + (
+                [(args.steady_pages, "steady", False)] if args.steady_pages and not filings else []
             )
             result["runs"] = [
                 measure(sources, n, args.workers, work / name, settle, repeats=args.repeats, with_llm=llm)
@@ -326,6 +372,7 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     result = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(["python -m bench.born_digital", *sys.argv[1:]]),
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
@@ -333,7 +380,7 @@ def main() -> None:
         },
         "workers": args.workers,
         "repeats": args.repeats,
-        "target_ratio": 0.5,
+        "target_ratio": 0.25 if filings else 0.5,
         **result,
         "file_creation": {"settled_ms": SETTLED_MS, "before_each_run": settle.seen},
         "load_average_at_start": load_at_start,

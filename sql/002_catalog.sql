@@ -47,6 +47,12 @@ CREATE TABLE IF NOT EXISTS kb_retired (
     PRIMARY KEY (table_name, file)
 );
 
+-- The knowledge-base folder (absolute) whose files the views name: a reader that finds kb.duckdb in
+-- another folder (moved or copied) reads the files beside it instead (store/duckdb_store.py connect).
+CREATE TABLE IF NOT EXISTS kb_location (
+    root  VARCHAR NOT NULL
+);
+
 -- sha256 of the sql/*.sql files last applied (store/schema.py sql_digest): writers skip them when equal.
 CREATE TABLE IF NOT EXISTS kb_schema (
     digest  VARCHAR NOT NULL

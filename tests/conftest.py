@@ -35,6 +35,18 @@ os.environ.update(
 )
 
 
+# A test's pytest.mark.timeout catches a hang; its figure is a quiet machine's. Hangs are no faster
+# to catch on a busy one, but runs are slower: the limits are stretched by this much.
+HANG_FACTOR = 3
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        if mark is not None and mark.args:
+            item.add_marker(pytest.mark.timeout(mark.args[0] * HANG_FACTOR, **mark.kwargs), append=False)
+
+
 @pytest.fixture(scope="session")
 def airflow_db():
     """The session's metadata DB: migrated, pools created and recorded (the project's setup command)."""

@@ -35,7 +35,7 @@ class PdfOptions:
     min_text_chars: int = 40  # fewer extractable characters than this → OCR route
     max_bad_glyph_ratio: float = 0.3  # more replacement/unmapped glyphs than this → OCR route
     image_cover_ratio: float = 0.8  # one image covering this share of the page → OCR route
-    doc_timeout_s: float = 300.0  # per-document limit for opening + triage (in a child process)
+    doc_timeout_s: float = 300.0  # limit for opening + triage of a document (or of one part), in a worker
     page_timeout_s: float = 60.0  # per-page limit for rendering / text extraction
     memory_limit_mb: int = 3072  # address-space cap for PDF worker processes
     workers: int = 2  # PDF worker processes (triage, rendering)

@@ -1,7 +1,7 @@
 """The stages in order, and the runner that takes a source through them in this process (the CLI).
 
 discover → compress → extract → assemble → load, each one object in ``stages/`` built on the run's
-``RunContext``; the middle ones (`batch_stages`) take a batch and return it. The Airflow DAGs call
+``RunContext``; the middle ones take a batch and return it (``overlapped`` runs them). The Airflow DAGs call
 the very same stage objects, one task per stage, with ``Batch`` manifests in between.
 """
 
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,9 @@ from chandra_ocr.sources.discover import Discovery
 from chandra_ocr.sources.local import LocalSource
 from chandra_ocr.sources.object_store import ObjectSource
 from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, RunContext, build_run_engine
+from chandra_ocr.stages.assemble import Assembling
 from chandra_ocr.stages.context import watching
+from chandra_ocr.stages.extract import Triaging
 from chandra_ocr.store import claims
 from chandra_ocr.store.staging import arrow_schemas
 
@@ -66,9 +67,30 @@ def load_groups(batches: list[Batch]) -> list[list[Batch]]:
     return groups if batches else []
 
 
-def batch_stages(ctx: RunContext) -> list[Callable[[Batch], Batch]]:
-    """The stages every batch goes through between discovery and the load, in order."""
-    return [Compress(ctx), Extract(ctx), Assemble(ctx)]
+def overlapped(ctx: RunContext, batches: list[Batch]) -> None:
+    """Take ``batches`` through compress, extract and assemble in the pool ``ctx`` holds, the next
+    batch's triage submitted before the last one is collected and each batch's assembly collected
+    only after the next one's is submitted: the workers keep busy while this process joins a
+    document's parts, writes its record and waits for the last task of a batch (a batch is often one
+    large document, assembled by one worker). An engine that renders pages streams them through the
+    same pool, behind any triage queued there: its batches go one after the other."""
+    compress, extract, assemble = Compress(ctx), Extract(ctx), Assemble(ctx)
+    if ctx.ocr.reads_images:
+        for batch in batches:
+            assemble(extract(compress(batch)))
+        return
+    extracting: deque[Triaging] = deque()
+    assembling: deque[Assembling] = deque()
+    for batch in batches:
+        extracting.append(extract.start(compress(batch)))
+        if len(extracting) == 2:
+            assembling.append(assemble.start(extract.finish(extracting.popleft())))
+        if len(assembling) == 2:
+            assemble.finish(assembling.popleft())
+    while extracting:
+        assembling.append(assemble.start(extract.finish(extracting.popleft())))
+    while assembling:
+        assemble.finish(assembling.popleft())
 
 
 def run(
@@ -96,14 +118,12 @@ def run(
                 if not engine.threads:
                     arrow_schemas()  # inherited by forked workers, which stage rows without opening DuckDB
                 engine.start()
-            stages, load = batch_stages(ctx), Load(ctx)
+            load = Load(ctx)
             groups = load_groups(batches)
             for group in groups:
                 # One pool per load: DuckDB's threads never run while a worker may be forked from here.
                 with ctx.pool() as workers:
-                    for batch in group:
-                        for stage in stages:
-                            batch = stage(batch)
+                    overlapped(ctx, group)
                     workers.finish()  # stopped: no new worker is forked; it winds down during the load
                 loaded.update(load(group, run=batches if group is groups[-1] else None))
         finally:

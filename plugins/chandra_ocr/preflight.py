@@ -21,6 +21,8 @@ from chandra_ocr.sources.object_store import ObjectSource
 from chandra_ocr.sources.source import open_source
 from chandra_ocr.store.layout import KbLayout
 
+REFUSED_SHOWN = 3  # refused files a source error names
+
 
 def check_source(source: str | Path | LocalSource | ObjectSource) -> None:
     """``source`` is a folder or glob in which discovery finds at least one file (it stops at the first),
@@ -41,12 +43,32 @@ def check_source(source: str | Path | LocalSource | ObjectSource) -> None:
             f"source {text} is a file, not a folder: give the folder it is in, or a glob such as "
             f"'{path.parent / '*.pdf'}'"
         )
-    if not any(refusal is None for _, refusal in candidates(text)):
-        if glob:
-            raise ConfigError(f"source {text}: the pattern matches no file; check the folder and the pattern")
-        raise ConfigError(
-            f"source {text} holds no PDF file (*.pdf, searched recursively): put the PDFs there"
+    refused: list[str] = []
+    n_refused = 0
+    for found, refusal in candidates(text):
+        if refusal is None:
+            return
+        n_refused += 1
+        if len(refused) < REFUSED_SHOWN:
+            refused.append(f"{found}: {refusal}")
+    if refused:
+        raise ConfigError(f"source {text}: no PDF file to read, {_skipped(refused, n_refused)}")
+    if glob:
+        raise ConfigError(f"source {text}: the pattern matches no file; check the folder and the pattern")
+    raise ConfigError(f"source {text} holds no PDF file (*.pdf, searched recursively): put the PDFs there")
+
+
+def _skipped(shown: list[str], n: int) -> str:
+    """``N skipped (path: reason; …)`` and what to do, for a source whose every candidate was refused."""
+    more = f"; and {n - len(shown)} more" if n > len(shown) else ""
+    if any("leads outside" in r for r in shown):
+        todo = (
+            "symlinks are followed only inside the source: give the folder they lead to as the source, "
+            "or copy the files in"
         )
+    else:
+        todo = "fix or replace these files"
+    return f"{n} skipped ({'; '.join(shown)}{more}); {todo}"
 
 
 def check_run(

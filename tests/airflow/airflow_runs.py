@@ -30,6 +30,7 @@ class DagRunResult:
     run_id: str
     state: str
     tasks: dict[tuple[str, int], str]  # (task_id, map_index) → state
+    note: str | None = None  # the DAG run's note, as Airflow's UI shows it
     logs: list[logging.LogRecord] = field(default_factory=list)  # what the run's tasks logged
 
     def states(self, task_id: str) -> list[str]:
@@ -58,6 +59,7 @@ def dagbag():
 
 def run_dag(dag_id: str, **conf: Any) -> DagRunResult:
     """One ``dag.test()`` run with ``conf`` as the run's Params; the task states as recorded in the DB."""
+    from airflow.models.dagrun import DagRun
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
 
@@ -72,7 +74,8 @@ def run_dag(dag_id: str, **conf: Any) -> DagRunResult:
             TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id
         )
         tasks = {(ti.task_id, ti.map_index): str(ti.state) for ti in tis}
-    return DagRunResult(run.run_id, str(run.state), tasks, records.records)
+        note = session.query(DagRun).filter_by(dag_id=dag_id, run_id=run.run_id).one().note
+    return DagRunResult(run.run_id, str(run.state), tasks, note, records.records)
 
 
 def asset_events(name: str = "chandra_ocr_kb") -> list[dict[str, Any]]:

@@ -50,7 +50,7 @@ def test_a_rerun_after_a_failure_redoes_only_what_is_missing(tmp_path, inputs):
     assert _checkpoints(kb, _doc_id(src / "1_scanned.pdf")) == scanned  # not read again
     rows = query(kb, "SELECT file_name, status, run_id FROM documents ORDER BY file_name")
     assert rows == [(f"{n}.pdf", "ingested", resumed.run_id) for n in ("1_scanned", "2_born", "3_blocked")]
-    (stopped,) = resumed.messages("chandra_ocr.airflow.backfill")  # the continue task says why it ends
+    (stopped,) = resumed.messages("chandra_ocr.airflow.continue_backfill")  # why the continue task ends it
     assert stopped.endswith("stopped because max_documents (3) reached with 1 matching file(s) left untaken; "
                             "trigger the backfill again (a higher max_documents) to take them")  # fmt: skip
 

@@ -1,7 +1,7 @@
 """The feed DAG under a new user's install without the 'embed' extra (``without_embed``, tests/conftest.py),
-through ``dag.test()``: the export runs, the index task builds the word index and its log says the
-vector index was not built, with the command that installs the extra (``chandra_ocr.extras``, the one
-message every place that needs the extra gives)."""
+through ``dag.test()``: the export runs, the index task builds the word index, and its log and the run's
+note (beside the green run in Airflow's UI) say the vector index was not built, with the command that
+installs the extra (``chandra_ocr.extras``, the one message every place that needs the extra gives)."""
 
 from __future__ import annotations
 
@@ -26,3 +26,4 @@ def test_the_index_task_builds_the_word_index_and_names_the_command_that_install
     text = out.out + out.err + caplog.text
     assert "vector index: not built, search matches words only; vector search (feed and search) needs" in text
     assert install_command("embed") in text
+    assert feed.note == f"vector index not built, search matches words only: {embed_missing()}"  # in the UI

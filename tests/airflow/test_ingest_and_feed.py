@@ -103,6 +103,9 @@ def test_each_broken_file_is_named_with_its_reason_in_the_logs_the_report_and_th
     assert sorted((e["file"], e["status"], e["reason"]) for e in extra["incomplete"]) == sorted(
         (paths[n], "quarantined", reasons[n]) for n in broken
     )
+    # the run's note, in Airflow's UI beside the green run
+    assert first.note == (f"{len(broken)} quarantined of {len(inputs.pdfs)} documents: see the run report "
+                          f"({world.kb}/report/report.html), or Knowledge base → Review")  # fmt: skip
     page = (world.kb / "report" / "report.html").read_text()
     listed = page[page.index("id='incomplete'") :].split("</table>")[0]
     for name in broken:
@@ -117,6 +120,7 @@ def test_fail_on_incomplete_turns_a_quarantine_into_a_failed_run_after_the_load_
     kb = tmp_path / "kb"
     run = run_dag("chandra_ocr_ingest", source=str(src), kb=str(kb), engine="text", fail_on_incomplete=True)
     assert run.state == "failed" and run.states("load") == ["success"] and run.states("report") == ["failed"]
+    assert run.note is not None and run.note.startswith("1 quarantined of 2 documents: see the run report")
     assert [e for e in asset_events() if e["source_run_id"] == run.run_id]  # the load was published
     assert "broken.pdf" in (kb / "report" / "report.html").read_text()
     out = capfd.readouterr()
@@ -156,6 +160,7 @@ def test_second_run_finds_nothing_new_and_touches_nothing(world, second):
     assert run.state == "success"
     assert xcom("chandra_ocr_ingest", run.run_id, "discover") == []
     assert set(run.states("batch.extract")) == {"skipped"} and run.states("load") == ["skipped"]
+    assert run.note is None  # nothing loaded, nothing to say
     assert table_fingerprints(world.kb) == tables  # no new or changed rows, no new run recorded
     assert mtimes(world.kb / "work") == files  # no page re-read, no checkpoint rewritten
     assert len(asset_events()) == n_events  # nothing loaded → no event → the feed is not triggered

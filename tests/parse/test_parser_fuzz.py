@@ -86,7 +86,7 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_inputs_finish_quickly(name):
     text = HOSTILE[name]
-    start = time.perf_counter()
+    start = time.process_time()  # this process's CPU time: other processes on the machine do not move it
     for fn in (
         lambda t: parse_chandra_html(t, 612.0, 792.0),
         lambda t: parse_markdown(t, 612.0, 792.0),
@@ -94,4 +94,4 @@ def test_hostile_inputs_finish_quickly(name):
         lambda t: table_from_markdown(t, table_no=1),
     ):
         _only_parse_error(fn, text)
-    assert time.perf_counter() - start < 10.0, name
+    assert time.process_time() - start < 10.0, name

@@ -9,7 +9,7 @@ import pytest
 
 from chandra_ocr.config import PdfOptions
 from chandra_ocr.errors import BadDocumentError, ConfigError
-from chandra_ocr.pdf.triage import triage_document
+from chandra_ocr.pdf.triage import joined, triage_document, triage_pages
 
 pytestmark = pytest.mark.corpus
 
@@ -125,3 +125,22 @@ def test_non_pdf_renamed_to_pdf(tmp_path: Path) -> None:
     fake.write_text("Quarterly report\nThis is plain text, saved with the wrong extension.\n")
     with pytest.raises(BadDocumentError, match="not a PDF"):
         triage_document(str(fake), OPTIONS)
+
+
+def test_parts_joined_are_the_document_triaged_whole(tmp_path: Path) -> None:
+    """A large document is triaged in parts by several workers (stages/extract.py); joined, the parts
+    give the whole document's triage: a line near the top of pages 1 and 3 of 4 recurs on half the
+    document's pages (a running header) though on one page of each part only."""
+    doc = pymupdf.open()
+    for i in range(4):
+        page = doc.new_page(width=612, height=792)
+        if i in (0, 2):
+            page.insert_text((72, 80), "Acme Corporation quarterly report", fontsize=10)
+        page.insert_text((72, 300), f"Body text of page {i + 1}, long enough to be read from its text layer.")
+    doc.save(path := tmp_path / "four.pdf")
+    whole = triage_document(str(path), OPTIONS)
+    parts = [triage_pages(str(path), OPTIONS, pages=r) for r in [(0, 2), (2, None)]]
+    assert [p.page_no for p in parts[1].pages] == [3, 4] and parts[0].n_pages == parts[1].n_pages == 4
+    assert joined(parts) == whole
+    assert [b.label for b in whole.text_blocks[3]] == ["page_header", "text"]
+    assert [b.label for b in joined(parts[1:]).text_blocks[3]] == ["text", "text"]  # one part alone

@@ -12,8 +12,11 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from contextlib import closing
 from pathlib import Path
+
+from pace import scaled
 
 from chandra_ocr.testing.processes import stop_process_group
 
@@ -48,6 +51,8 @@ class AirflowStack:
                 "AIRFLOW__API__PORT": str(port),
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+                # a task's first call to the API server took a minute on a busy machine (default 5 s)
+                "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": str(round(scaled(30))),
             }
             | env
         )
@@ -77,14 +82,15 @@ class AirflowStack:
         ) as con:
             return con.execute(sql, args).fetchall()
 
-    def wait_for_dags(self, dag_ids: list[str], timeout_s: float = 300) -> None:
-        """Until the DAG processor has stored every DAG of ``dag_ids`` (unpaused)."""
+    def wait_for_dags(self, dag_ids: list[str], timeout_s: float = 900) -> None:
+        """Until the DAG processor has stored every DAG of ``dag_ids`` (unpaused) and the API server
+        answers (a task started before it fails)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             self._alive()
             if (self.home / "airflow.db").exists():
                 found = {r[0] for r in self.query("SELECT dag_id FROM dag WHERE NOT is_paused")}
-                if set(dag_ids) <= found:
+                if set(dag_ids) <= found and self._api_answers():
                     return
             time.sleep(2)
         raise AssertionError(f"DAGs {dag_ids} not parsed within {timeout_s:.0f} s:\n{self.tail()}")
@@ -113,11 +119,18 @@ class AirflowStack:
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout
 
-    def wait_for_runs(self, timeout_s: float = 600) -> list[tuple]:
-        """Until every DAG run (asset-triggered ones included) has ended; returns them all."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+    def wait_for_runs(self, stall_s: float = 600, cap_s: float = 3600) -> list[tuple]:
+        """Until every DAG run (asset-triggered ones included) has ended; returns them all. Fails when no
+        task changed its state or try for ``stall_s`` (stuck: a busy machine makes runs slower, not
+        still), or after ``cap_s`` in all."""
+        start = moved = time.monotonic()
+        seen: list[tuple] = []
+        while time.monotonic() - moved < stall_s and time.monotonic() - start < cap_s:
             self._alive()
+            tasks = self.query("SELECT dag_id, run_id, task_id, map_index, state, try_number "
+                               "FROM task_instance ORDER BY 1, 2, 3, 4")  # fmt: skip
+            if tasks != seen:
+                seen, moved = tasks, time.monotonic()
             runs = self.query("SELECT dag_id, run_id, state, start_date, end_date FROM dag_run")
             if runs and all(r[2] in TERMINAL for r in runs):
                 time.sleep(10)  # an asset event of the last load may be about to start a feed run
@@ -125,7 +138,17 @@ class AirflowStack:
                 if len(again) == len(runs) and all(r[2] in TERMINAL for r in again):
                     return again
             time.sleep(2)
-        raise AssertionError(f"runs still going after {timeout_s:.0f} s:\n{self.tail()}")
+        raise AssertionError(
+            f"runs still going, no task moved for {time.monotonic() - moved:.0f} s:\n{self.tail()}"
+        )
+
+    def _api_answers(self) -> bool:
+        url = f"http://127.0.0.1:{self.env['AIRFLOW__API__PORT']}/execution/health"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as reply:
+                return reply.status == 200
+        except OSError:  # not listening yet, or too busy to answer
+            return False
 
     def tail(self, n: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""

@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from airflow_stack import AirflowStack
+from pace import scaled
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -69,11 +70,11 @@ def test_overlapping_runs_load_each_document_once_and_writers_take_turns(corpus:
         stack.trigger("chandra_ocr_backfill", "backfill", conf | {"source": str(src / "sub")}),
     ]
     for t in triggers:
-        assert t.wait(timeout=300) == 0, t.stderr.read()
+        assert t.wait(timeout=scaled(300)) == 0, t.stderr.read()
     _wait_for_both_loads_to_wait(stack)
     stack.airflow("pools", "set", LOADER_POOL, "1", "the loader: one writer at a time")
     again = stack.trigger("chandra_ocr_ingest", "nightly-again", conf | {"source": str(src)})
-    assert again.wait(timeout=300) == 0, again.stderr.read()
+    assert again.wait(timeout=scaled(300)) == 0, again.stderr.read()
     runs = stack.wait_for_runs()
 
     # Every run (the feed runs the loads triggered included) succeeded; no task failed or retried.
@@ -124,7 +125,7 @@ def test_overlapping_runs_load_each_document_once_and_writers_take_turns(corpus:
 
 def _wait_for_both_loads_to_wait(stack: AirflowStack, timeout_s: float = 600) -> None:
     """Until both runs' ``load`` tasks wait for the loader pool: every batch discovered and assembled."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + scaled(timeout_s)
     while time.monotonic() < deadline:
         loads = stack.query(
             "SELECT run_id, state FROM task_instance "

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from kb_query import documents_by_name, kb_rows
+from pace import scaled
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.ocr.registry import build_engine
@@ -29,8 +30,12 @@ EXPECTED = {
     # giant pages: 35000 px JBIG2 on an 8400 pt page, an enormous MediaBox; rendered at the pixel cap
     "ocrmypdf/tests/resources/hugemono.pdf": ("ingested", None),
     "ocrmypdf/tests/resources/enormous.pdf": ("ingested", None),
-    # cyclic Type3 content streams: MuPDF's recursion guard holds
-    "pdfjs/test/pdfs/ContentStreamCycleType3insideType3.pdf": ("ingested", None),
+    # cyclic Type3 content streams: MuPDF's recursion guard holds; the page's only glyphs are those
+    # Type3 ones, so nothing is read from it
+    "pdfjs/test/pdfs/ContentStreamCycleType3insideType3.pdf": (
+        "partial",
+        r"^no text found on any page \(1 page\)$",
+    ),
     # page trees with a cycle: the affected page fails, with the cycle named
     "format-corpus/pdf-handbuilt-test-corpus/T02-02_002_page-tree-kids-links-recursive.pdf": (
         "partial",
@@ -39,9 +44,9 @@ EXPECTED = {
     "pdfjs/test/pdfs/Pages-tree-refs.pdf": ("partial", r"1 of 2 pages .*page 2: .*cycle in page tree"),
     # an xref chain that loops: nothing to read
     "qpdf/qpdf/qtest/qpdf/append-xref-loop.pdf": ("quarantined", r"no pages"),
-    # fuzzed files: one beyond repair, one that MuPDF repairs
+    # fuzzed files: one beyond repair, one that MuPDF repairs (to a page with no text left on it)
     "pdfjs/test/pdfs/poppler-742-0-fuzzed.pdf": ("quarantined", r"^cannot open"),
-    "pdfjs/test/pdfs/PDFBOX-3148-2-fuzzed.pdf": ("ingested", None),
+    "pdfjs/test/pdfs/PDFBOX-3148-2-fuzzed.pdf": ("partial", r"^no text found on any page \(1 page\)$"),
     "pdfplumber/tests/pdfs/empty.pdf": ("quarantined", r"^empty file \(0 bytes\)$"),
     "qpdf/qpdf/qtest/qpdf/bad1.pdf": (
         "quarantined",
@@ -73,6 +78,7 @@ def test_hostile_files_end_with_a_status_and_the_right_reason(corpus: Path, tmp_
     pdf = PdfOptions(settle_seconds=0, doc_timeout_s=120, passwords_file=str(secrets))
     options = IngestOptions(engine="cpu", pdf=pdf, engine_options={"dpi": 100})  # low dpi: quick OCR
 
+    bound = scaled(600)
     started = time.monotonic()
     summary = run(src, tmp_path / "kb", options)
     elapsed = time.monotonic() - started
@@ -93,7 +99,7 @@ def test_hostile_files_end_with_a_status_and_the_right_reason(corpus: Path, tmp_
             assert got_reason and re.search(reason, got_reason), (rel, got_reason)
     assert "Potato" in potato  # qpdf's encryption test files say "Potato N"
     assert sum(summary.statuses.values()) == len(EXPECTED)
-    assert elapsed < 600, "the time limits must keep a hostile batch short"
+    assert elapsed < bound, "the time limits must keep a hostile batch short"
 
 
 @pytest.mark.timeout(300)
@@ -136,15 +142,18 @@ def test_a_page_that_renders_forever_is_killed_at_the_page_time_limit(
     corpus: Path, tmp_path: Path, ingest_path
 ):
     """pdf.js's operator_list_cycle draws a form that draws itself: MuPDF ignores Python signals while it
-    renders, so only killing the worker process ends it (here after 2 s; at 300 dpi it runs for minutes).
-    Through the CLI runner and through the Airflow operators."""
+    renders, so only killing the worker process ends it (here after 2 s on a quiet machine, scaled with
+    its slowdown on a busy one, so that the other page renders within it; at 300 dpi it runs for
+    minutes). Through the CLI runner and through the Airflow operators."""
     src = tmp_path / "in"
     src.mkdir()
     shutil.copy(corpus / "pdfjs/test/pdfs/operator_list_cycle.pdf", src / "cycle.pdf")
     shutil.copy(corpus / "derived/phototest.scan.pdf", src / "phototest.pdf")
-    pdf = PdfOptions(settle_seconds=0, page_timeout_s=2.0, compress=False)
+    limit = round(scaled(2.0), 1)
+    pdf = PdfOptions(settle_seconds=0, page_timeout_s=limit, compress=False)
 
     options = IngestOptions(engine="cpu", pdf=pdf)
+    bound = scaled(120)
     started = time.monotonic()
     ingest_path(src, tmp_path / "kb", options, build_engine("cpu", options.preset))
 
@@ -152,6 +161,6 @@ def test_a_page_that_renders_forever_is_killed_at_the_page_time_limit(
     assert docs["phototest.pdf"] == ("ingested", None)
     status, reason = docs["cycle.pdf"]
     assert status == "partial" and re.search(
-        r"page 1: render: rendering page 1 exceeded its 2 s limit", reason
+        rf"page 1: render: rendering page 1 exceeded its {re.escape(f'{limit:g}')} s limit", reason
     )
-    assert time.monotonic() - started < 120
+    assert time.monotonic() - started < bound

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg2
+from pace import scaled
 
 from chandra_ocr.testing.processes import signal_group, stop_process_group
 
@@ -53,11 +54,12 @@ class Processes:
         log.close()
 
     def run_once(self, name: str, argv: list[str], env: dict[str, str], timeout_s: float) -> int:
-        """Run a command to completion (output in its log); returns its exit code."""
+        """Run a command to completion (output in its log); returns its exit code. ``timeout_s`` is a
+        quiet machine's, scaled by the slowdown now."""
         self.start(name, argv, env)
         proc = self.started.pop(name)
         try:
-            return proc.wait(timeout=timeout_s)
+            return proc.wait(timeout=scaled(timeout_s))
         except subprocess.TimeoutExpired:
             signal_group(proc, signal.SIGKILL)
             proc.wait(timeout=10)
@@ -80,7 +82,9 @@ class Processes:
 
 
 def wait_until(check: Callable[[], object], timeout_s: float, what: str, procs: Processes) -> object:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout_s``."""
+    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout_s`` (a quiet
+    machine's, scaled by the slowdown now)."""
+    timeout_s = scaled(timeout_s)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         procs.check_alive()

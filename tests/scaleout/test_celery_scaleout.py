@@ -32,6 +32,7 @@ from deployment import (
     wait_until,
 )
 from kb_query import kb_rows
+from pace import scaled
 
 from chandra_ocr.config import IngestOptions, PdfOptions
 from chandra_ocr.pipeline import run
@@ -71,7 +72,7 @@ def _api(base: str, method: str, path: str, token: str | None = None, body: dict
         headers["Authorization"] = f"Bearer {token}"
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(base + path, method=method, data=data, headers=headers)
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=scaled(30)) as response:
         return json.loads(response.read() or b"{}")
 
 

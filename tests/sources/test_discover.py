@@ -140,3 +140,27 @@ def test_hashing_streams_the_file(tmp_path: Path) -> None:
         for chunk in iter(lambda: f.read(1 << 22), b""):
             expected.update(chunk)
     assert digest == expected.hexdigest()
+
+
+def test_a_folder_of_symlinks_leading_out_names_them_and_why_instead_of_no_pdf(
+    tmp_path: Path, samples: Path
+) -> None:
+    """Links to PDFs elsewhere are not followed out of the source: preflight names the skipped links
+    and why (not "holds no PDF file"), and says what to do, before any work."""
+    from chandra_ocr.errors import ConfigError
+    from chandra_ocr.preflight import check_source
+
+    elsewhere, links = tmp_path / "archive", tmp_path / "links"
+    links.mkdir()
+    for name in ("report.pdf", "mixed.pdf"):
+        _put(samples / name, elsewhere / name)
+        (links / name).symlink_to(elsewhere / name)
+    with pytest.raises(ConfigError) as refused:
+        check_source(str(links))
+    message = str(refused.value)
+    assert "holds no PDF" not in message and len(message.splitlines()) == 1, message
+    for name in ("mixed.pdf", "report.pdf"):
+        assert f"{links / name}: symlink leads outside the source root (to {elsewhere / name})" in message
+    assert message.startswith(f"source {links}: no PDF file to read, 2 skipped (")
+    assert message.endswith("symlinks are followed only inside the source: give the folder they lead to "
+                            "as the source, or copy the files in")  # fmt: skip

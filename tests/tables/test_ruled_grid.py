@@ -1,12 +1,15 @@
-"""The ruled-grid reader on drawn pages: rotation, side rules left out, text overflowing a cell."""
+"""The ruled-grid reader on drawn pages: rotation, side rules left out, text overflowing a cell; the
+outlines of touching drawings."""
 
 from __future__ import annotations
 
 import pymupdf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chandra_ocr.tables.native import native_tables
 from chandra_ocr.tables.ruled_grid import find_grids
-from chandra_ocr.tables.rules import drawn_rules, page_words
+from chandra_ocr.tables.rules import Box, drawn_rules, page_words, touching, touching_groups
 
 X0, Y0, W, H = 60, 80, 90, 24  # grid origin, column width, row height (points)
 
@@ -87,6 +90,42 @@ def test_a_grid_without_text_is_no_table():
     assert find_grids(drawn_rules(page, page.get_cdrawings()), page_words(page)) == []
 
 
+def _groups_looking_at_every_box(boxes: list[Box]) -> list[Box]:
+    """The groups of ``touching_groups`` by its definition: every box left looked at in each pass."""
+    left, out = list(boxes), []
+    while left:
+        box = left.pop(0)
+        grown = True
+        while grown:
+            grown = False
+            for i in range(len(left) - 1, -1, -1):
+                if touching(box, left[i]):
+                    r = left.pop(i)
+                    box = (min(box[0], r[0]), min(box[1], r[1]), max(box[2], r[2]), max(box[3], r[3]))
+                    grown = True
+        out.append(box)
+    return out
+
+
+_coord = st.floats(-50, 650, allow_nan=False).map(lambda v: round(v, 1))
+_box = st.tuples(_coord, _coord, st.floats(0, 120), st.floats(0, 120)).map(
+    lambda b: (b[0], b[1], b[0] + b[2], b[1] + b[3])
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_box, max_size=40))
+def test_touching_groups_are_those_of_looking_at_every_box(boxes):
+    # Bands only skip boxes too far to touch: boxes off the page (-50…770 against 0…600) included.
+    assert touching_groups(boxes, (0.0, 0.0, 600.0, 600.0)) == _groups_looking_at_every_box(boxes)
+
+
+def test_touching_drawings_make_one_outline_per_group():
+    shading = [(60.0, 80.0 + 12 * r, 300.0, 92.0 + 12 * r) for r in range(30)]  # rows drawn edge to edge
+    apart = (400.0, 600.0, 450.0, 650.0)
+    assert touching_groups([*shading, apart], (0.0, 0.0, 612.0, 792.0)) == [(60.0, 80.0, 300.0, 440.0), apart]
+
+
 def test_white_text_boxes_in_a_ruled_cell_draw_no_rules():
     """A header cell filled white with a white text box per line in it (a word processor's text
     boxes): white on white, the boxes' sides are no rules, so the cell keeps both lines."""
@@ -101,3 +140,21 @@ def test_white_text_boxes_in_a_ruled_cell_draw_no_rules():
         page.insert_text((X0 + W + 4, top + 9 + 11 * n), line, fontsize=8)
     (table,) = native_tables(page)
     assert _cells(table) == [["Name", "Read & Write"], ["Alder", "12"]]
+
+
+def test_a_frame_is_searched_inside_only_where_a_column_edge_runs_through_it():
+    """A grid row whose wide label cell frames nothing (one shaded row of a filing's table) is not
+    searched inside; a frame around a ruled table is, and its table comes back."""
+    page = pymupdf.open().new_page(width=612, height=792)
+    for x0, x1 in [(40, 400), (400, 480), (480, 560)]:  # one shaded row: a wide label cell, two value cells
+        page.draw_rect((x0, 600, x1, 614), color=None, fill=(0.9, 0.9, 0.9))
+    page.insert_text((44, 611), "Net revenue", fontsize=9)
+    page.insert_text((404, 611), "1,204", fontsize=9)
+    page.insert_text((484, 611), "1,105", fontsize=9)
+    page.draw_rect((X0 - 20, Y0 - 20, X0 + 2 * W + 20, Y0 + 2 * H + 20))  # a frame around a ruled table
+    _table(page, [["Name", "Count"], ["Alder", "12"]])
+    rules = drawn_rules(page, page.get_cdrawings())
+    assert not rules.divided((40.0, 600.0, 400.0, 614.0))
+    assert rules.divided((X0 - 20, Y0 - 20, X0 + 2 * W + 20, Y0 + 2 * H + 20))
+    (table,) = native_tables(page)
+    assert _cells(table) == [["Name", "Count"], ["Alder", "12"]]

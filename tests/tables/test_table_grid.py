@@ -161,18 +161,18 @@ def test_find_tables_nested_and_unclosed():
 
 
 def test_hostile_spans_are_bounded_and_keep_the_other_cells():
-    start = time.perf_counter()
+    start = time.process_time()  # this process's CPU time: other processes on the machine do not move it
     t = _html("<table><tr><td colspan=999999 rowspan=999999>x</td><td>y</td></tr><tr><td>z</td></tr></table>")
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert t.n_cols <= MAX_COLS and t.n_rows == 2
     assert {"x", "y", "z"} <= {c.text for c in t.cells}
 
 
 def test_many_wide_cells_stay_within_the_grid_limits():
     row = "<tr>" + "<td colspan=1000 rowspan=1000>v</td>" * 1500 + "</tr>"
-    start = time.perf_counter()
+    start = time.process_time()
     t = _html("<table>" + row * 20 + "</table>")  # 1 MB, 30,000 cells each asking for 10⁶ positions
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert t.n_rows * t.n_cols <= MAX_CELLS and t.n_cols <= MAX_COLS
     assert len(grid(t)) == t.n_rows
     assert elapsed < 5.0

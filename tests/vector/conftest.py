@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pace import scaled
 
 from chandra_ocr.testing.processes import stop_process_group
 from chandra_ocr.vector.embedder import Embedder
@@ -40,7 +41,7 @@ def chroma_server(tmp_path_factory) -> tuple[str, int]:
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
-        _wait_until_listening(port, proc, deadline_s=60.0, log=log)
+        _wait_until_listening(port, proc, deadline_s=scaled(60.0), log=log)
         yield "127.0.0.1", port
     finally:
         stop_process_group(proc, grace_s=10.0)

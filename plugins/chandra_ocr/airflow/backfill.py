@@ -2,23 +2,17 @@
 
 A run maps at most ``core.max_map_length`` batches. Discover records the run's share of the
 backfill (``BackfillProgress``, XCom key ``backfill``); the load writes "N of M batches done" to
-its log and the run's record (the run report's runs table); ``ContinueBackfillOperator``, the
-backfill DAG's last task, triggers the next run of the same DAG with the same Params and the
-progress so far, until nothing is left. Each run discovers again, so it takes up exactly what
-is missing (loaded documents are known, read pages are checkpointed): a failed run is retried or
-re-triggered like any other and the chain goes on from there.
+its log and the run's record (the run report's runs table); ``ContinueBackfillOperator``
+(airflow/continue_backfill.py), the backfill DAG's last task, triggers the next run of the same DAG
+with the same Params and the progress so far, until nothing is left. Each run discovers again, so it
+takes up exactly what is missing (loaded documents are known, read pages are checkpointed): a failed
+run is retried or re-triggered like any other and the chain goes on from there.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict, dataclass
 from typing import Any
-
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunLink, TriggerDagRunOperator
-from airflow.sdk import BaseOperator, Context
-
-log = logging.getLogger(__name__)
 
 XCOM_KEY = "backfill"
 # Params the continuing run gets besides the run's own: batches done by the runs before it, and
@@ -81,41 +75,3 @@ def next_conf(conf: dict[str, Any], done: BackfillProgress) -> dict[str, Any] | 
     if left_documents is not None:
         out["max_documents"] = left_documents
     return out
-
-
-class _TriggeredRunLink(TriggerDagRunLink):
-    """The "Triggered DAG" link, empty when the task triggered nothing: the base link's look-up of
-    the triggered run's XCom would log "XCom not found" as an error after every finished backfill."""
-
-    def get_link(self, operator: BaseOperator, *, ti_key: Any) -> str:
-        if not getattr(operator, "triggered", False):
-            return ""
-        return super().get_link(operator, ti_key=ti_key)
-
-
-class ContinueBackfillOperator(TriggerDagRunOperator):
-    """The backfill DAG's last task: triggers its next run while batches are left (see the module);
-    the run that ends the backfill logs why (all done, or ``max_documents`` reached and what is left).
-
-    :param discover_task_id: the task that recorded the run's ``BackfillProgress``
-    """
-
-    operator_extra_links = [_TriggeredRunLink()]
-    triggered = False  # set once this task instance has triggered the next run
-
-    def __init__(self, *, discover_task_id: str, trigger_dag_id: str, **kwargs: Any) -> None:
-        super().__init__(trigger_dag_id=trigger_dag_id, **kwargs)
-        self.discover_task_id = discover_task_id
-
-    def execute(self, context: Context) -> None:
-        value = context["ti"].xcom_pull(task_ids=self.discover_task_id, key=XCOM_KEY)
-        done = BackfillProgress(**value)
-        conf = next_conf(dict(context["dag_run"].conf or {}), done)
-        if conf is None:
-            log.info("backfill complete: %s; stopped because %s", done.line(),
-                     stop_reason(dict(context["dag_run"].conf or {}), done))  # fmt: skip
-            return
-        log.info("backfill: %s; triggering the next run for the %d left", done.line(), done.left)
-        self.conf = conf
-        self.triggered = True
-        super().execute(context)

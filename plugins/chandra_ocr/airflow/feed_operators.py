@@ -6,17 +6,19 @@ import dataclasses
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Context
 
 from chandra_ocr.airflow.operators import ConfiguredOperator
 from chandra_ocr.airflow.preflight import triggering_kbs
+from chandra_ocr.airflow.run_notes import add_note
 from chandra_ocr.airflow.settings import DagSettings, RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
-from chandra_ocr.vector.feed import VectorFeed
-from chandra_ocr.vector.outbox import export_changes
-from chandra_ocr.vector.target import CONN_ENV, VectorTarget
+from chandra_ocr.extras import embed_missing
+
+if TYPE_CHECKING:  # the vector modules import Arrow and DuckDB: in ``execute``, not while a DAG file parses
+    from chandra_ocr.vector.target import VectorTarget
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,8 @@ class FeedExportOperator(ConfiguredOperator):
         self.feed = feed
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        from chandra_ocr.vector.outbox import export_changes
+
         out = []
         for kb in triggering_kbs(context) or [self.run_config.kb]:
             layout = RunConfig.from_dict(self.config | {"kb": kb}).layout()
@@ -79,19 +83,27 @@ class VectorIndexOperator(ConfiguredOperator):
         self.target_conn_id = target_conn_id
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        from chandra_ocr.vector.feed import VectorFeed
+
         feed = VectorFeed(self._target())
-        out = []
+        out, done = [], []
         for kb in sorted({e["kb"] for e in rendered(self.exports)}):
             counts = feed(self._layout(kb))
+            done.append(counts)
             log.info("%s: %s", kb, counts.summary())
             vectors = dataclasses.asdict(counts.vectors) if counts.vectors is not None else {}
             out.append({"kb": kb, **vectors, "lexical": dataclasses.asdict(counts.lexical)})  # counts only
+        missing = embed_missing() if any(counts.vectors is None for counts in done) else None
+        if missing:  # beside the green run in Airflow's UI
+            add_note(context, f"vector index not built, search matches words only: {missing}")
         return out
 
     def _layout(self, kb: str):
         return RunConfig.from_dict(self.config | {"kb": kb}).layout()
 
     def _target(self) -> VectorTarget | None:
+        from chandra_ocr.vector.target import CONN_ENV, VectorTarget
+
         if self.target:
             return VectorTarget.from_dict(self.target)
         conn_id = self.target_conn_id or os.environ.get(CONN_ENV)

@@ -12,7 +12,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Asset, Param, XComArg, task_group
 
-from chandra_ocr.airflow.backfill import DONE_PARAM, TOTAL_PARAM, XCOM_KEY, ContinueBackfillOperator
+from chandra_ocr.airflow.backfill import DONE_PARAM, TOTAL_PARAM, XCOM_KEY
 from chandra_ocr.airflow.feed_operators import FeedExportOperator, VectorIndexOperator
 from chandra_ocr.airflow.operators import (
     AssembleOperator,
@@ -130,6 +130,8 @@ def _ingest_tasks(settings: DagSettings, continue_dag_id: str | None) -> None:
     report = ReportOperator(task_id="report", config=config)
     load >> report
     if continue_dag_id is not None:
+        from chandra_ocr.airflow.continue_backfill import ContinueBackfillOperator  # seconds: backfill only
+
         report >> ContinueBackfillOperator(
             task_id="continue", discover_task_id="discover", trigger_dag_id=continue_dag_id, retries=0
         )

@@ -3,6 +3,9 @@ in ``execute``, with the same worker pool, limits and quarantine rules as the CL
 
 Between tasks travel only small manifests (``RunConfig`` and ``Batch`` dicts), never text.
 Templated parameters are marked *(templated)*; an XCom reference (``task.output``) fits there too.
+
+Every task process parses the DAG file before it runs (within ``core.dagbag_import_timeout``), so the
+stages (PyMuPDF, Arrow, DuckDB, LangChain) are imported by the ``execute`` that runs them, not here.
 """
 
 from __future__ import annotations
@@ -11,22 +14,23 @@ import logging
 import os
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, BaseOperator, Context, Variable, conf
 from airflow.sdk.log import mask_secret
 
 from chandra_ocr.airflow import backfill
-from chandra_ocr.airflow.hooks import VllmHook
+from chandra_ocr.airflow.run_notes import add_note, incomplete_note
 from chandra_ocr.airflow.settings import PASSWORDS_VARIABLE, VARIABLE, DagSettings, RunConfig
 from chandra_ocr.airflow.sources import run_source
 from chandra_ocr.airflow.task_processes import allow_worker_processes
 from chandra_ocr.airflow.templated import Templated, rendered
 from chandra_ocr.manifest import Batch, elsewhere_counts, file_names, incomplete, status_counts
-from chandra_ocr.ocr.base import OcrEngine
-from chandra_ocr.pdf.passwords import PasswordBook, parse_passwords
-from chandra_ocr.sources.discover import recent_note
-from chandra_ocr.stages import Assemble, Compress, Discover, Extract, Load, build_run_engine
+
+if TYPE_CHECKING:
+    from chandra_ocr.airflow.hooks import VllmHook
+    from chandra_ocr.ocr.base import OcrEngine
+    from chandra_ocr.pdf.passwords import PasswordBook
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +72,9 @@ class DiscoverOperator(ConfiguredOperator):
         self.max_batches = max_batches
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        from chandra_ocr.sources.discover import recent_note
+        from chandra_ocr.stages import Discover
+
         allow_worker_processes()
         cfg = self.run_config
         options = cfg.ingest_options()
@@ -138,6 +145,8 @@ class CompressOperator(_BatchOperator):
     """
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from chandra_ocr.stages import Compress
+
         allow_worker_processes()
         ctx = self.run_config.context(context["run_id"])
         return Compress(ctx)(self.manifest).to_dict()
@@ -182,11 +191,15 @@ class ChandraOcrOperator(_BatchOperator):
 
     @cached_property
     def hook(self) -> VllmHook:
+        from chandra_ocr.airflow.hooks import VllmHook
+
         return VllmHook(self.vllm_conn_id or self.run_config.vllm_conn_id)
 
     @cached_property
     def ocr_engine(self) -> OcrEngine:
         """The engine, built on first use (the vllm kind loads the model only in ``start``)."""
+        from chandra_ocr.stages import build_run_engine
+
         options = self.run_config.ingest_options()
         return build_run_engine(
             options, kind=self.engine, preset=self.preset, connection=self.hook.connection_options,
@@ -194,6 +207,8 @@ class ChandraOcrOperator(_BatchOperator):
         )  # fmt: skip
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from chandra_ocr.stages import Extract
+
         batch = self.manifest
         ctx = self.run_config.context(context["run_id"], engine=self.ocr_engine, passwords=_pdf_passwords())
         allow_worker_processes()
@@ -215,6 +230,8 @@ class ChandraOcrOperator(_BatchOperator):
 def _pdf_passwords() -> PasswordBook | None:
     """The passwords of encrypted PDFs in the JSON Variable ``chandra_ocr_pdf_passwords`` (each value
     masked in task logs); None when it is not set (then ``pdf.passwords_file`` of the options, if any)."""
+    from chandra_ocr.pdf.passwords import parse_passwords
+
     raw = Variable.get(PASSWORDS_VARIABLE, default=None)
     if raw is None:
         return None
@@ -232,6 +249,8 @@ class AssembleOperator(_BatchOperator):
     """
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from chandra_ocr.stages import Assemble
+
         allow_worker_processes()
         ctx = self.run_config.context(context["run_id"])
         return Assemble(ctx)(self.manifest).to_dict()
@@ -270,6 +289,8 @@ class LoadOperator(ConfiguredOperator):
         self.progress = progress
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from chandra_ocr.stages import Load
+
         cfg = self.run_config
         # Airflow 3.3 resolves the output of a mapped task group with one instance to that instance's
         # value rather than a one-element list (xcom_pull's single-value rule).
@@ -297,4 +318,7 @@ class LoadOperator(ConfiguredOperator):
             log.info("loaded: %s", share)
             summary["backfill"] = share
         context["outlet_events"][self.kb_asset].extra = summary
+        note = incomplete_note(summary["documents"], cfg.kb)
+        if note:
+            add_note(context, note)
         return summary

@@ -11,7 +11,6 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from chandra_ocr.airflow.settings import RunConfig
 from chandra_ocr.airflow.templated import Templated, rendered
-from chandra_ocr.report import run_incomplete, write_report
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +31,8 @@ class ReportOperator(BaseOperator):
         self.config = config
 
     def execute(self, context: Context) -> dict[str, str]:
+        from chandra_ocr.report import write_report
+
         config = RunConfig.from_dict(rendered(self.config))
         files = write_report(config.kb)
         log.info("run report of kb %s: %s (overview %s)", config.kb, files.html, files.png)
@@ -42,6 +43,8 @@ class ReportOperator(BaseOperator):
 
 def _fail_on_incomplete(config: RunConfig, run_id: str) -> None:
     """Raise (no retry) when the run left a document quarantined or partial: a red run to alert on."""
+    from chandra_ocr.report import run_incomplete
+
     found = run_incomplete(config.layout(), run_id)
     if found:
         listed = "; ".join(f"{status} {name}: {reason}" for name, status, reason, _ in found[:5])

@@ -17,14 +17,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chandra_ocr.config import IngestOptions
 from chandra_ocr.errors import ConfigError
 from chandra_ocr.run_settings import SETTINGS, check_keys, convert, json_object, positive, run_env
 from chandra_ocr.sources.entry import is_glob, is_url
-from chandra_ocr.stages import RunContext
 from chandra_ocr.store.layout import KbLayout
+
+if TYPE_CHECKING:  # the stages import PyMuPDF and more: not while Airflow parses a DAG file
+    from chandra_ocr.stages import RunContext
 
 VARIABLE = "chandra_ocr"  # JSON Variable with run settings (the settings with an environment variable)
 POOLS_VARIABLE = "chandra_ocr_pools"  # written by the setup command: {pool name: slots}
@@ -121,6 +123,8 @@ class RunConfig:
 
     def context(self, run_id: str, **kwargs: Any) -> RunContext:
         """The stages' context for one task of the run ``run_id`` (``kwargs``: engine, passwords)."""
+        from chandra_ocr.stages import RunContext
+
         started = datetime.fromisoformat(self.started_at) if self.started_at else datetime.now(UTC)
         kwargs.setdefault("series", _task_dag_id())
         return RunContext(self.layout(), self.ingest_options(), run_id, started, **kwargs)

@@ -36,13 +36,12 @@ def label_running(pages: dict[int, list[Block]], heights: dict[int, float]) -> d
         return pages
     out = {}
     for page_no, blocks in pages.items():
-        changed = [
-            dataclasses.replace(b, label=key[0], level=None)
-            if (key := _key(b, heights.get(page_no, 0.0))) in running
-            else b
-            for b in blocks
-        ]
-        out[page_no] = reading_order(changed) if changed != blocks else blocks
+        changed, relabelled = list(blocks), False  # (blocks compared field by field cost as much as the rest)
+        for i, b in enumerate(blocks):
+            key = _key(b, heights.get(page_no, 0.0))
+            if key is not None and key in running and (b.label, b.level) != (key[0], None):
+                changed[i], relabelled = dataclasses.replace(b, label=key[0], level=None), True
+        out[page_no] = reading_order(changed) if relabelled else blocks
     return out
 
 

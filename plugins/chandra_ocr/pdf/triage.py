@@ -48,11 +48,26 @@ def triage_document(
     page-less or locked document. A page that fails to extract goes to OCR with the error as
     its reason.
     """
+    return joined([triage_pages(pdf_path, options, password=password, force_route=force_route)])
+
+
+def triage_pages(
+    pdf_path: str,
+    options: PdfOptions,
+    *,
+    password: str | None = None,
+    force_route: str | None = None,
+    pages: tuple[int, int | None] = (0, None),
+) -> DocumentTriage:
+    """``triage_document`` of the pages from index ``pages[0]`` up to ``pages[1]`` (None: the last),
+    without labelling running headers and footers, which takes all the document's pages: ``joined``
+    does it once it has the document's parts."""
     if force_route not in (None, "text", "ocr"):
         raise ConfigError(f"force_route must be 'text', 'ocr' or None, got {force_route!r}")
     with open_pdf(pdf_path, password=password) as doc:
         result = DocumentTriage(n_pages=doc.page_count)
-        for index in range(doc.page_count):
+        first, end = pages
+        for index in range(first, doc.page_count if end is None else min(end, doc.page_count)):
             read = _triage_page(doc, index, options, force_route)
             page_no = read.triage.page_no
             result.pages.append(read.triage)
@@ -64,10 +79,21 @@ def triage_document(
                 result.text_blocks[page_no] = blocks
                 if tables:
                     result.tables[page_no] = tables
+    n_ocr = sum(p.route == "ocr" for p in result.pages)
+    log.debug("triaged %s: %d of %d pages, %d to OCR", pdf_path, len(result.pages), result.n_pages, n_ocr)
+    return result
+
+
+def joined(parts: list[DocumentTriage]) -> DocumentTriage:
+    """One document's triage from its parts (``triage_pages`` of consecutive page ranges, in order),
+    running headers and footers labelled over all its pages."""
+    result = DocumentTriage(n_pages=parts[0].n_pages)
+    for part in parts:
+        result.pages += part.pages
+        result.text_blocks.update(part.text_blocks)
+        result.tables.update(part.tables)
     heights = {p.page_no: p.height_pt for p in result.pages}
     result.text_blocks = label_running(result.text_blocks, heights)
-    n_ocr = sum(p.route == "ocr" for p in result.pages)
-    log.debug("triaged %s: %d pages, %d to OCR", pdf_path, result.n_pages, n_ocr)
     return result
 
 

@@ -76,6 +76,7 @@ class PdfWorkers:
         self.workers = workers
         self.memory_limit_mb = memory_limit_mb
         self._finished = False
+        self._done = 0  # tasks of this pool that ended (done, failed or cancelled): its progress
         context: multiprocessing.context.BaseContext
         if fork:
             context = multiprocessing.get_context("fork")
@@ -133,23 +134,25 @@ class PdfWorkers:
 
     def _schedule(self, fn: Callable[..., T], args: tuple, timeout: float, what: str) -> Future[T]:
         source = self._pool.schedule(_guarded, args=(fn, *args), timeout=timeout)
+        source.add_done_callback(self._ended)
         return _translated(source, what, timeout, self.memory_limit_mb)
+
+    def _ended(self, _: Future) -> None:
+        self._done += 1  # pebble's result thread alone runs these callbacks
 
     def in_order(self, futures: Sequence[Future[T]], stage: str) -> Iterator[Future[T]]:
         """Each of ``futures`` (from ``submit``) once it is done, in their order.
 
-        While waiting, the stall watchdog is checked; when no task of the pool finished for the
-        largest limit among those pending plus ``_GRACE_S``, the pending futures fail with
-        StageTimeoutError (their tasks are cancelled, running ones killed)."""
-        # Waits are on the next future alone; the pool's progress (how many of ``futures`` are done)
-        # is counted only when a wait wakes empty: a plan over 100,000 documents stays linear.
-        finished, progress_at = sum(f.done() for f in futures), time.monotonic()
-        for future in futures:
+        While waiting, the stall watchdog is checked; when no task of the pool (``futures`` or others
+        queued before them) finished for the largest limit among those pending plus ``_GRACE_S``, the
+        pending futures fail with StageTimeoutError (their tasks are cancelled, running ones killed)."""
+        # Waits are on the next future alone; the pool's progress is read only when a wait wakes empty.
+        finished, progress_at = self._done, time.monotonic()
+        for n, future in enumerate(futures):
             while not wait((future,), timeout=WAKE_S).done:
-                left = len(futures) - finished
-                WATCHDOG.check(_waiting_on(left, stage))
-                now_finished, now = sum(f.done() for f in futures), time.monotonic()
-                limit = _stall_limit(futures)
+                WATCHDOG.check(_waiting_on(len(futures) - n, stage))
+                now_finished, now = self._done, time.monotonic()
+                limit = _stall_limit(futures[n:])
                 if now_finished > finished:
                     finished, progress_at = now_finished, now
                 elif now - progress_at >= limit:

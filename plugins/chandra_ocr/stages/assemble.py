@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from chandra_ocr.config import IngestOptions
-from chandra_ocr.document import Document
+from chandra_ocr.document import Document, Page
 from chandra_ocr.errors import BadDocumentError, StageTimeoutError, StoreError
 from chandra_ocr.manifest import Batch, DocRef
 from chandra_ocr.progress import Progress
@@ -32,6 +33,14 @@ class Assemble:
         self.ctx = ctx
 
     def __call__(self, batch: Batch) -> Batch:
+        if not any(ref.state == "extracted" for ref in batch.docs):  # all written or elsewhere: no pool
+            return self.finish(self.start(batch))
+        with self.ctx.pool():
+            return self.finish(self.start(batch))
+
+    def start(self, batch: Batch) -> Assembling:
+        """Submit the assembly of the batch's extracted documents to the pool the context holds
+        (``ctx.pool()``), returning at once; ``finish`` collects it."""
         if batch.engine is None:
             raise StoreError(f"batch {batch.batch_id} has not been through the extract stage")
         ctx = self.ctx
@@ -40,21 +49,38 @@ class Assemble:
         progress.add(pages=batch.pages - sum(d.n_pages for d in todo), docs=len(batch.docs) - len(todo))
         now = datetime.now(UTC)
         args = [(ref, ctx.layout, ctx.options, batch.engine, batch.model, ctx.run_id, now) for ref in todo]
-        if todo:  # a batch whose documents are all written or elsewhere: no pool to start
-            with ctx.pool() as workers:
-                sizes = [d.n_pages for d in todo]
-                futures = workers.submit_largest_first(
-                    assemble_and_write, args, sizes, timeout=ctx.options.pdf.doc_timeout_s
-                )
-                done = workers.in_order(futures, "assemble")
-                for ref, future, a in zip(todo, done, args, strict=True):
-                    ref.status, ref.prompt_tokens, ref.output_tokens, ref.error = _result_or_quarantine(
-                        future, a
-                    )
-                    ref.state = "written"
-                    progress.add(pages=ref.n_pages, docs=1)
-        batch.seconds["assemble"] = progress.done()
+        sizes = [d.n_pages for d in todo]
+        futures: list[Future] = []
+        if todo:
+            if ctx.workers is None:
+                raise StoreError("Assemble.start needs the pool held by ctx.pool(); call the stage instead")
+            timeout = ctx.options.pdf.doc_timeout_s
+            futures = ctx.workers.submit_largest_first(assemble_and_write, args, sizes, timeout=timeout)
+        return Assembling(batch, todo, args, futures, progress)
+
+    def finish(self, assembling: Assembling) -> Batch:
+        """The batch of ``start``, its documents written."""
+        batch, todo, args = assembling.batch, assembling.todo, assembling.args
+        if todo:
+            assert self.ctx.workers is not None, "Assemble.finish outside the pool of its start"
+            done = self.ctx.workers.in_order(assembling.futures, "assemble")
+            for ref, future, a in zip(todo, done, args, strict=True):
+                ref.status, ref.prompt_tokens, ref.output_tokens, ref.error = _result_or_quarantine(future, a)
+                ref.state = "written"
+                assembling.progress.add(pages=ref.n_pages, docs=1)
+        batch.seconds["assemble"] = assembling.progress.done()
         return batch
+
+
+@dataclass
+class Assembling:
+    """A batch whose assembly ``Assemble.start`` submitted, for ``Assemble.finish``."""
+
+    batch: Batch
+    todo: list[DocRef]
+    args: list[tuple]
+    futures: list[Future]
+    progress: Progress
 
 
 def _result_or_quarantine(future: Future, args: tuple) -> Written:
@@ -110,4 +136,12 @@ def assemble_document(
         doc.error = (
             f"{len(failed)} of {doc.n_pages} pages could not be read (page {first.page_no}: {first.error})"
         )
+    elif not any(_has_text(p) for p in doc.pages):  # blank pages, or images with no text: no chunk
+        doc.status = "partial"
+        doc.error = f"no text found on any page ({doc.n_pages} page{'s' if doc.n_pages > 1 else ''})"
     return doc
+
+
+def _has_text(page: Page) -> bool:
+    cells = (c for t in page.tables for c in t.cells)
+    return any(b.text.strip() for b in page.blocks) or any(c.text.strip() for c in cells)

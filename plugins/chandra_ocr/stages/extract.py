@@ -12,18 +12,23 @@ chain (``stages/fallback.py``): the text layer, then the CPU engine; it is marke
 
 from __future__ import annotations
 
+import itertools
 import logging
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from typing import Any
 
 from chandra_ocr.config import PdfOptions
 from chandra_ocr.document import Page, PageRequest, PageTriage
-from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError
+from chandra_ocr.errors import BadDocumentError, EngineOutOfMemoryError, StageTimeoutError, StoreError
 from chandra_ocr.manifest import Batch, DocRef, file_names, incomplete_line
 from chandra_ocr.ocr.base import OcrEngine
 from chandra_ocr.pdf.passwords import load_passwords
-from chandra_ocr.pdf.triage import DocumentTriage, triage_document
+from chandra_ocr.pdf.triage import DocumentTriage, joined, triage_document, triage_pages
+from chandra_ocr.pdf.workers import PdfWorkers
 from chandra_ocr.progress import Progress
 from chandra_ocr.stages.context import RunContext
 from chandra_ocr.stages.fallback import RENDER_FAILED, FailedPage, Reading, run_fallbacks
@@ -33,6 +38,8 @@ from chandra_ocr.store.checkpoints import ExtractRecord, checkpoint_key
 from chandra_ocr.store.layout import KbLayout
 
 log = logging.getLogger(__name__)
+
+MIN_PART_PAGES = 12  # a document is triaged in parts of no fewer pages (each part opens it again)
 
 
 @dataclass
@@ -61,21 +68,56 @@ class Extract:
         self.ctx = ctx
 
     def __call__(self, batch: Batch) -> Batch:
+        with self.ctx.pool():
+            return self.finish(self.start(batch))
+
+    def start(self, batch: Batch) -> Triaging:
+        """Claim ``batch`` and submit its triage to the pool the context holds (``ctx.pool()``), returning
+        at once; ``finish`` collects it. The pipeline starts the next batch's triage this way before it
+        assembles the last one, so that the workers have work while this process joins and waits."""
         started = time.monotonic()
         ctx, engine = self.ctx, self.ctx.ocr
+        if ctx.workers is None:
+            raise StoreError("Extract.start needs the pool held by ctx.pool(); call the stage instead")
         claim_batch(ctx, batch)  # documents another run claimed or loaded meanwhile are left to it
-        with ctx.pool() as workers:
-            reading = Reading(ctx, workers, engine_key(engine), _batch_passwords(batch, ctx))
-            pending = _triage_all(reading, batch)
-            n_ocr = _read_ocr_pages(reading, batch.batch_id, pending)
-            run_fallbacks(reading)
+        reading = Reading(ctx, ctx.workers, engine_key(engine), _batch_passwords(batch, ctx))
+        return Triaging(batch, reading, _submit_triage(reading, batch), started)
+
+    def finish(self, triaging: Triaging) -> Batch:
+        """The batch of ``start``, every page of it read: triage collected, OCR pages streamed through the
+        engine, fallbacks run."""
+        batch, reading, engine = triaging.batch, triaging.reading, self.ctx.ocr
+        pending = _collect_triage(reading, batch, triaging.submitted)
+        n_ocr = _read_ocr_pages(reading, batch.batch_id, pending)
+        run_fallbacks(reading)
         batch.engine, batch.model = engine.name, engine.model
         batch.counts = {"ocr_pages": n_ocr, "fallback_pages": len(reading.failed)} | {
             "quarantined": sum(1 for d in batch.docs if d.status == "quarantined")
         }
         batch.engine_metrics = engine.metrics()
-        batch.seconds["extract"] = time.monotonic() - started
+        batch.seconds["extract"] = time.monotonic() - triaging.started
         return batch
+
+
+@dataclass
+class _Submitted:
+    """A batch's triage tasks in the pool: the records found under the key, the documents submitted
+    and each one's count of tasks (parts), the futures in the order of those tasks."""
+
+    done: dict[str, ExtractRecord]
+    todo: list[DocRef]
+    tasks: dict[str, int]
+    futures: list[Future]
+
+
+@dataclass
+class Triaging:
+    """A batch whose triage ``Extract.start`` submitted, for ``Extract.finish``."""
+
+    batch: Batch
+    reading: Reading
+    submitted: _Submitted
+    started: float
 
 
 def _batch_passwords(batch: Batch, ctx: RunContext) -> dict[str, str]:
@@ -163,38 +205,53 @@ def _window(engine: OcrEngine) -> int:
     return engine.in_flight_pages or 16
 
 
-def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
-    """Triage the batch's documents in the workers (those with a record under this key are not read
-    again); returns those with pages left for the engine."""
+def _submit_triage(reading: Reading, batch: Batch) -> _Submitted:
+    """Submit the triage of the batch's documents to the workers (those with a record under this key are
+    not read again), a large one in parts (``_parts``)."""
     ctx, key = reading.ctx, reading.key
     layout, options = ctx.layout, ctx.options
     force = None if ctx.ocr.reads_images else "text"
     done: dict[str, ExtractRecord] = {}  # records checkpointed under this key by an earlier attempt
     todo: list[DocRef] = []
-    docs = [d for d in batch.docs if d.state != "elsewhere"]
-    for doc in docs:
+    for doc in batch.docs:
+        if doc.state == "elsewhere":
+            continue
         stored = checkpoints.read_document_record(layout, doc.doc_id)
         if stored is not None and stored.engine_key == key:
             done[doc.doc_id] = stored
         else:
             todo.append(doc)
-    jobs = [(layout, d, options.pdf, force, key, reading.passwords.get(d.doc_id)) for d in todo]
-    sizes = [d.n_pages for d in todo]
-    submitted = reading.workers.submit_largest_first(
-        triage_and_checkpoint, jobs, sizes, timeout=options.pdf.doc_timeout_s
-    )
-    triaging = {d.doc_id for d in todo}
+    parts = _parts([d.n_pages for d in todo], reading.workers.workers)
+    tasks: list[tuple[int, Callable[..., Any], tuple]] = []  # (pages, function, arguments)
+    for d, ranges in zip(todo, parts, strict=True):
+        password = reading.passwords.get(d.doc_id)
+        if len(ranges) == 1:
+            tasks.append((d.n_pages, triage_and_checkpoint, (layout, d, options.pdf, force, key, password)))
+        else:
+            source = d.work_pdf or d.readable
+            tasks += [(n, triage_part, (source, options.pdf, force, password, r)) for r, n in ranges]
+    futures = _submitted(reading.workers, tasks, options.pdf.doc_timeout_s)
+    counts = {d.doc_id: len(ranges) for d, ranges in zip(todo, parts, strict=True)}
+    return _Submitted(done, todo, counts, futures)
+
+
+def _collect_triage(reading: Reading, batch: Batch, submitted: _Submitted) -> list[_Pending]:
+    """The submitted triage of the batch, each document's record checkpointed (parts joined); returns
+    the documents with pages left for the engine."""
+    layout, key = reading.ctx.layout, reading.key
+    todo, triaging = submitted.todo, submitted.tasks
     progress = Progress(f"triage {batch.batch_id}", sum(d.n_pages for d in todo), log, total_docs=len(todo))
-    finished = reading.workers.in_order(submitted, "triage")
+    finished = reading.workers.in_order(submitted.futures, "triage")
     pending = []
-    for doc in docs:
+    for doc in (d for d in batch.docs if d.state != "elsewhere"):
         if doc.doc_id in triaging:
-            record = _record_of(next(finished), key)
+            futures = [next(finished) for _ in range(triaging[doc.doc_id])]
+            record = _record_of(futures, key, layout, doc)
             progress.add(pages=doc.n_pages, docs=1)
             if record.outcome == "quarantined":  # a worker stored the triaged ones itself
                 checkpoints.write_document_record(layout, doc.doc_id, record)
         else:
-            record = done[doc.doc_id]
+            record = submitted.done[doc.doc_id]
         doc.state = "extracted"
         if record.outcome == "quarantined":
             doc.status, doc.error = "quarantined", record.error
@@ -206,6 +263,38 @@ def _triage_all(reading: Reading, batch: Batch) -> list[_Pending]:
             pending.append(_Pending(doc, doc.work_pdf or doc.readable, pages))
     progress.done()
     return pending
+
+
+_Range = tuple[tuple[int, int | None], int]  # ((first page index, end index or None: to the last), pages)
+
+
+def _parts(sizes: list[int], workers: int) -> list[list[_Range]]:
+    """Each document's page ranges to triage, with their page counts: documents larger than a
+    share of the batch that keeps every worker busy (a ``4 * workers``-th of its pages, at least
+    ``MIN_PART_PAGES``) are split, so that one large document does not leave the others idle;
+    a document's last range runs to its last page (the page count is a planning estimate)."""
+    part = max(MIN_PART_PAGES, math.ceil(sum(sizes) / (4 * workers))) if workers > 1 else None
+    out: list[list[_Range]] = []
+    for n in sizes:
+        if part is None or n < 2 * part:
+            out.append([((0, None), n)])
+            continue
+        k = n // part
+        cuts = [round(i * n / k) for i in range(k + 1)]  # k ranges of even size
+        out.append([((a, b if b < n else None), b - a) for a, b in itertools.pairwise(cuts)])
+    return out
+
+
+def _submitted(
+    workers: PdfWorkers, tasks: list[tuple[int, Callable[..., Any], tuple]], timeout: float
+) -> list[Future]:
+    """``tasks`` submitted to ``workers``, the largest first (a large one started last would keep one
+    worker busy after the others ran dry); their futures in the order of ``tasks``."""
+    futures: list[Future | None] = [None] * len(tasks)
+    for i in sorted(range(len(tasks)), key=lambda i: -tasks[i][0]):
+        _, fn, args = tasks[i]
+        futures[i] = workers.submit(fn, *args, timeout=timeout)
+    return futures  # type: ignore[return-value]
 
 
 def triage_and_checkpoint(
@@ -224,9 +313,23 @@ def triage_and_checkpoint(
     and a hung or crashing parser only costs that worker.
     """
     triage = triage_document(doc.work_pdf or doc.readable, options, password=password, force_route=force)
+    return _checkpointed(layout, doc.doc_id, key, triage)
+
+
+def triage_part(
+    pdf_path: str, options: PdfOptions, force: str | None, password: str | None, pages: tuple[int, int | None]
+) -> DocumentTriage:
+    """Worker side: triage one part of a large document (``triage_pages``); the extract stage joins
+    the parts and checkpoints the document."""
+    return triage_pages(pdf_path, options, password=password, force_route=force, pages=pages)
+
+
+def _checkpointed(layout: KbLayout, doc_id: str, key: str, triage: DocumentTriage) -> ExtractRecord:
+    """Checkpoint a triaged document: its record with its text-route pages; returns the record
+    without them."""
     text_pages = [_text_page(triage, pt) for pt in triage.pages if pt.route == "text"]
     record = ExtractRecord(key, "triaged", n_pages=triage.n_pages, triage=triage.pages)
-    checkpoints.write_document_record(layout, doc.doc_id, replace(record, text_pages=text_pages))
+    checkpoints.write_document_record(layout, doc_id, replace(record, text_pages=text_pages))
     return record
 
 
@@ -236,12 +339,15 @@ def _text_page(triage: DocumentTriage, pt: PageTriage) -> Page:
     return Page.from_triage(pt, "text", finish_reason="stop", blocks=blocks, tables=tables)
 
 
-def _record_of(future, key: str) -> ExtractRecord:
-    """The document record from a triage future; failures become a quarantine record with the reason,
-    except the knowledge base's own I/O errors (a full disk is no reason to quarantine a PDF: the
-    task fails and its retry resumes; reading the source is a BadDocumentError already)."""
+def _record_of(futures: list[Future], key: str, layout: KbLayout, doc: DocRef) -> ExtractRecord:
+    """The document record from its triage futures (one: ``triage_and_checkpoint``'s record; more: the
+    parts of ``triage_part``, joined and checkpointed here); failures become a quarantine record with
+    the reason, except the knowledge base's own I/O errors (a full disk is no reason to quarantine a
+    PDF: the task fails and its retry resumes; reading the source is a BadDocumentError already)."""
     try:
-        return future.result()
+        if len(futures) == 1:
+            return futures[0].result()
+        return _checkpointed(layout, doc.doc_id, key, joined([f.result() for f in futures]))
     except (BadDocumentError, StageTimeoutError) as e:  # unreadable, timed out, out of memory, crashed
         return ExtractRecord(key, "quarantined", error=str(e))
     except OSError:

@@ -10,9 +10,11 @@ Each file has a second name, a hard link under ``kb/snapshots/<table>/``, and th
 that one: compaction removes a replaced file from ``kb/parquet/`` at once (a reader of that
 folder sees live files only) but keeps its snapshot name for ``RETAIN_S``, so a connection to
 an older kb.duckdb can still query it. Views name files by absolute path (DuckDB resolves
-relative paths against the reader's working directory, not the database file's): every write
-session rebuilds them, so a KB folder that was moved is right again after its next write. Paths
-are quoted into the SQL text (a view takes no parameters).
+relative paths against the reader's working directory, not the database file's), and kb.duckdb
+records the folder they were made for (``kb_location``): a write session in another folder (the KB
+was moved or copied) makes them again for that folder before anything else, and a reader there
+shadows them with temporary views of its own (store/duckdb_store.py). Paths are quoted into the
+SQL text (a view takes no parameters).
 """
 
 from __future__ import annotations
@@ -103,19 +105,34 @@ def create_shapes(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(dataset_ddl("kb_shape").replace("CREATE TABLE IF NOT EXISTS", "CREATE OR REPLACE TABLE"))
 
 
-def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
-    """(Re)define the view of every dataset table over its current files (the empty shape when none).
+def create_views(con: duckdb.DuckDBPyConnection, layout: KbLayout, *, temporary: bool = False) -> None:
+    """(Re)define the view of every dataset table over its current files (the empty shape when none),
+    naming them by absolute path, and record the folder in ``kb_location``; ``temporary``: views of
+    this connection only, which shadow kb.duckdb's (a reader's, where the KB is not where it was made).
 
     The one place where values reach SQL text: a view takes no parameters, so its files' paths
     (from ``kb_files`` and the KB folder) are escaped string literals.
     """
+    here = KbLayout(layout.root.resolve())
     files, newest = data_files(con), newest_mark(con)
+    kind = "TEMPORARY VIEW " if temporary else "VIEW main."
     views = []
     for table in DOCUMENT_TABLES:  # fixed identifiers
         mine = [f for f in files if f.table == table]
-        view_sql = live_rows_sql(layout, mine, newest) if mine else f"SELECT * FROM kb_shape.{table}"
-        views.append(f"CREATE OR REPLACE VIEW main.{table} AS {view_sql};")
+        view_sql = live_rows_sql(here, mine, newest) if mine else f"SELECT * FROM kb_shape.{table}"
+        views.append(f"CREATE OR REPLACE {kind}{table} AS {view_sql};")
+    if not temporary:
+        views.append(f"DELETE FROM kb_location; INSERT INTO kb_location VALUES ({quote(str(here.root))});")
     con.execute("\n".join(views))  # one call: DuckDB's per-call cost is a millisecond here
+
+
+def views_root(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """The folder whose files kb.duckdb's views name (None: not recorded, a kb.duckdb from before)."""
+    try:
+        rows = con.execute("SELECT root FROM kb_location").fetchall()
+    except duckdb.CatalogException:
+        return None
+    return Path(rows[0][0]) if rows else None
 
 
 def write_file(

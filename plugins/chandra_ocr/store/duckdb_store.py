@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import duckdb
 
 from chandra_ocr import PIPELINE_VERSION
 from chandra_ocr.errors import StoreError
-from chandra_ocr.store.dataset import add_files, next_gen, write_file
+from chandra_ocr.store.dataset import add_files, create_views, next_gen, views_root, write_file
 from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
 from chandra_ocr.store.schema import dataset_ddl
 from chandra_ocr.store.session import WriteSession, write_session
@@ -40,11 +41,42 @@ class RunRecord:
 
 def connect(layout: KbLayout, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """Open kb.duckdb for reading. Writers never open it (they publish a new file, store/session.py),
-    so this neither waits for a load nor makes one wait."""
+    so this neither waits for a load nor makes one wait. Where kb.duckdb's views name the files of
+    another folder (the KB was moved or copied), the connection reads those of this one."""
     try:
-        return duckdb.connect(str(layout.duckdb_path), read_only=read_only)
+        con = duckdb.connect(str(layout.duckdb_path), read_only=read_only)
     except duckdb.Error as e:
         raise StoreError(f"cannot open {layout.duckdb_path}: {e}") from e
+    try:
+        _read_here(con, layout)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+_told: set[Path] = set()  # moved knowledge bases this process has warned about
+
+
+def _read_here(con: duckdb.DuckDBPyConnection, layout: KbLayout) -> None:
+    """Temporary views over this folder's files where kb.duckdb's name another folder's (or none
+    recorded: a kb.duckdb from before ``kb_location``); a moved KB is named once per process."""
+    here, made = layout.root.resolve(), views_root(con)
+    if made == here:
+        return
+    try:
+        create_views(con, layout, temporary=True)
+    except duckdb.CatalogException:  # no dataset catalog: not a knowledge base's kb.duckdb yet
+        return
+    except duckdb.Error as e:
+        raise StoreError(f"cannot read the knowledge base at {here}: {e}") from e
+    if made is not None and here not in _told:
+        _told.add(here)
+        log.warning(
+            "%s was written at %s (the folder was moved or copied): reading the files here; other DuckDB "
+            "clients read those at %s until the next write here, e.g. `chandra-ingest compact --kb %s`",
+            here, made, made, here,
+        )  # fmt: skip
 
 
 @contextmanager

@@ -32,6 +32,7 @@ from chandra_ocr.store.dataset import (
     create_views,
     next_gen,
     stale_files,
+    views_root,
     write_file,
 )
 from chandra_ocr.store.layout import DOCUMENT_TABLES, KbLayout
@@ -79,6 +80,8 @@ def write_session(layout: KbLayout, *, wait_s: float = 120.0) -> Iterator[WriteS
         try:
             if _schema_digest(con) != sql_digest():
                 _apply_schema(con, layout)
+            elif views_root(con) != layout.root.resolve():  # moved or copied: read the files here
+                create_views(con, layout)
             yield WriteSession(con, layout)
             create_views(con, layout)
             stale = stale_files(con, layout)

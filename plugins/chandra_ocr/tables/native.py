@@ -72,7 +72,8 @@ def ruled_tables(page: pymupdf.Page, rules: Rules, words: list[Word]) -> list[tu
     found = [
         (g, texts)
         for g in (_unmerged(g, words) for g in _grids_in(rules, words, None))
-        if _usable(g, texts := _texts(g, words, page)) and _agrees(g, texts, words)
+        if g.row_count >= 2 and g.col_count >= 2  # 2 × 2 at least (most grids of shaded rows are one row)
+        if _filled(texts := _texts(g, words, page)) and _agrees(g, texts, words)
     ]
     tables: list[tuple[Table, frozenset[int]]] = []
     for g, texts, n_rows in sorted(_untangle(found), key=lambda f: (round(f[0].bbox[1]), f[0].bbox[0])):
@@ -95,11 +96,13 @@ def _words_in(g: Grid, n_rows: int, words: list[Word]) -> frozenset[int]:
 
 
 def _grids_in(rules: Rules, words: list[Word], clip: Box | None, depth: int = 0) -> list[Grid]:
-    """Ruled grids (within ``clip``), frames replaced by the grids inside them."""
+    """Ruled grids (within ``clip``), frames replaced by the grids inside them (a frame no column edge
+    runs through holds none: ``Rules.divided``)."""
     out = []
     for g in find_grids(rules, words, clip):
         frame = _frame_cell(g)
-        inner = _grids_in(rules, words, frame, depth + 1) if frame is not None and depth < 2 else []
+        searched = frame is not None and depth < 2 and rules.divided(frame)
+        inner = _grids_in(rules, words, frame, depth + 1) if searched else []
         out.extend(inner or [g])
     return out
 
@@ -179,11 +182,18 @@ def _merged_lines(ys: set[int]) -> list[int]:
 
 def _frame_cell(g: Grid) -> Box | None:
     """The one cell covering most of grid ``g`` (a frame around other content), else None."""
-    area = abs(pymupdf.Rect(g.bbox))
+    area = _area(g.bbox)
     for cell in g.cells:
-        if area and abs(pymupdf.Rect(cell)) > FRAME_SHARE * area:
+        if area and _area(cell) > FRAME_SHARE * area:
             return cell
     return None
+
+
+def _area(box: Box) -> float:
+    """The area of ``box`` (0 when empty), as ``abs(pymupdf.Rect(box))`` gives it for a box on the page,
+    without making a ``Rect`` (a grid's every cell is measured)."""
+    x0, y0, x1, y1 = box
+    return 0.0 if x0 >= x1 or y0 >= y1 else (x1 - x0) * (y1 - y0)
 
 
 def _texts(g: Grid, words: list[Word], page: pymupdf.Page) -> list[list[str]]:
@@ -194,9 +204,9 @@ def _texts(g: Grid, words: list[Word], page: pymupdf.Page) -> list[list[str]]:
     return [[" ".join((text or "").split()) for text in row] for row in cell_texts(g, words, page)]
 
 
-def _usable(g: Grid, texts: list[list[str]]) -> bool:
-    """At least 2 × 2 with two cells holding text."""
-    return g.row_count >= 2 and g.col_count >= 2 and sum(1 for row in texts for text in row if text) >= 2
+def _filled(texts: list[list[str]]) -> bool:
+    """Two cells holding text at least."""
+    return sum(1 for row in texts for text in row if text) >= 2
 
 
 def _agrees(g: Grid, texts: list[list[str]], words: list[Word]) -> bool:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pymupdf
 
 from chandra_ocr.pdf.text_layer import TEXT_FLAGS
 from chandra_ocr.tables.rules import (
-    SNAP,
     Box,
     Rules,
     Word,
@@ -62,7 +62,13 @@ def has_cells(rules: Rules) -> bool:
     h, v = merge_edges(rules.h), merge_edges(rules.v)
     if len(h) < 2 or len(v) < 2 or len(h) + len(v) < 5:  # two cells need 3 + 2 edges at least
         return False
-    return any(len(cells) >= 2 for cells in _connected(_cells(_crossings(h, v))))
+    seen: set[tuple[float, float]] = set()  # the corners of the cells so far: two cells touch at one
+    for x0, y0, x1, y1 in _each_cell(_crossings(h, v)):
+        corners = ((x0, y0), (x0, y1), (x1, y0), (x1, y1))
+        if not seen.isdisjoint(corners):
+            return True
+        seen.update(corners)
+    return False
 
 
 def find_grids(rules: Rules, words: list[Word], clip: Box | None = None) -> list[Grid]:
@@ -73,7 +79,7 @@ def find_grids(rules: Rules, words: list[Word], clip: Box | None = None) -> list
         words = [w for w in words if _centre_in(w, area)]
         h, v = axis_parallel([(x0, y, x1, y) for y, x0, x1 in h] + [(x, y0, x, y1) for x, y0, y1 in v], area)
     outline_h, outline_v = axis_parallel(
-        [s for box in _outlines(rules.boxes, words) for s in box_sides(box)], area
+        [s for box in _outlines(rules.groups, words) for s in box_sides(box)], area
     )
     h, v = merge_edges(h + outline_h), merge_edges(v + outline_v)
     grids = [_grid(cells) for cells in _connected(_cells(_crossings(h, v)))]
@@ -172,41 +178,22 @@ def _centre_in(word: Word, box: Box) -> bool:
     return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
 
 
-def _outlines(boxes: list[Box], words: list[Word]) -> list[Box]:
-    """Bounding boxes of groups of drawings that touch (within ``SNAP``), where a group holds a word."""
-    rects = list(boxes)
+def _outlines(groups: list[Box], words: list[Word]) -> list[Box]:
+    """The boxes of ``groups`` (``Rules.groups``: touching drawings) that hold a word."""
+    by_middle = sorted(((w[1] + w[3]) / 2, i) for i, w in enumerate(words))
+    middles = [y for y, _ in by_middle]
     out = []
-    while rects:
-        box = rects.pop(0)
-        grown = True
-        while grown:  # absorb every rectangle touching the growing box, until none is left
-            grown = False
-            for i in range(len(rects) - 1, -1, -1):
-                if _neighbours(box, rects[i]):
-                    r = rects.pop(i)
-                    box = (min(box[0], r[0]), min(box[1], r[1]), max(box[2], r[2]), max(box[3], r[3]))
-                    grown = True
-        if any(_holds_a_character(box, w) for w in words):
+    for box in groups:
+        lo, hi = bisect.bisect_left(middles, box[1]), bisect.bisect_right(middles, box[3])
+        if any(_holds_a_character(box, words[i]) for _, i in by_middle[lo:hi]):
             out.append(box)
     return out
 
 
 def _holds_a_character(box, word: Word) -> bool:
-    """Whether ``box`` holds at least one character's width of ``word`` (and its middle line)."""
-    if not box[1] <= (word[1] + word[3]) / 2 <= box[3]:
-        return False
+    """Whether ``box`` holds at least one character's width of ``word`` (its middle is within its height)."""
     overlap = min(box[2], word[2]) - max(box[0], word[0])
     return overlap >= (word[2] - word[0]) / max(len(word[4]), 1)
-
-
-def _neighbours(a, b) -> bool:
-    """Whether a corner coordinate pair of one box lies within the other (widened by ``SNAP``)."""
-    return _corner_in(a, b) or _corner_in(b, a)
-
-
-def _corner_in(a, b) -> bool:
-    in_x = b[0] - SNAP <= a[0] <= b[2] + SNAP or b[0] - SNAP <= a[2] <= b[2] + SNAP
-    return in_x and (b[1] - SNAP <= a[1] <= b[3] + SNAP or b[1] - SNAP <= a[3] <= b[3] + SNAP)
 
 
 _Corners = dict[tuple[float, float], tuple[set[int], set[int]]]  # (x, y) → (vertical ids, horizontal ids)
@@ -230,13 +217,18 @@ def _crossings(h: list[tuple], v: list[tuple]) -> _Corners:
 
 def _cells(corners: _Corners) -> list[Box]:
     """For each crossing, the smallest cell with it as top-left corner (others linked by edges)."""
+    return list(_each_cell(corners))
+
+
+def _each_cell(corners: _Corners) -> Iterator[Box]:
+    """The cells of ``_cells`` one by one, in the order of their top-left corners."""
     below: dict[float, list[float]] = defaultdict(list)  # x → ys of crossings, ascending
     right: dict[float, list[float]] = defaultdict(list)  # y → xs of crossings, ascending
-    for x, y in sorted(corners):
+    order = sorted(corners)
+    for x, y in order:
         below[x].append(y)
         right[y].append(x)
-    cells = []
-    for x, y in sorted(corners):
+    for x, y in order:
         vs, hs = corners[(x, y)]
         cell = None
         for y2 in below[x][bisect.bisect_right(below[x], y) :]:
@@ -252,8 +244,7 @@ def _cells(corners: _Corners) -> list[Box]:
             if cell:
                 break
         if cell:
-            cells.append(cell)
-    return cells
+            yield cell
 
 
 def _connected(cells: list[Box]) -> list[list[Box]]:

@@ -13,7 +13,11 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import itemgetter
 
 import pymupdf
@@ -29,6 +33,7 @@ SNAP = 3.0  # points: parallel edges this close are snapped onto one position
 JOIN = 3.0  # points: collinear edges with a gap this small are joined
 MIN_EDGE = 3.0  # points: shorter edges are dropped (after joining)
 THIN = 3.0  # points: a rectangle this thin (and longer than thick) is one rule
+BAND = 24.0  # points: drawings are indexed by the horizontal bands of this height they reach into
 _INSIDE = 0.5  # points: a segment this far from level is no row
 _BUCKET = 16.0  # points: white boxes are looked up by bands this wide
 
@@ -55,6 +60,27 @@ class Rules:
     area: Box  # the displayed page
     drawn_h: list[_Edge] = field(default_factory=list)  # horizontal rules: ``h`` less shading edges
     drawn_v: list[_Edge] = field(default_factory=list)  # vertical rules: ``v`` less shading edges
+
+    @cached_property
+    def groups(self) -> list[Box]:
+        """The bounding boxes of the groups of touching drawings (``touching_groups`` of ``boxes``)."""
+        return touching_groups(self.boxes, self.area)
+
+    @cached_property
+    def _columns(self) -> list[_Edge]:
+        """The vertical edges and the vertical sides of ``groups``, by position."""
+        return sorted([*self.v, *((x, b[1], b[3]) for b in self.groups for x in (b[0], b[2]))])
+
+    def divided(self, box: Box) -> bool:
+        """Whether a vertical edge or a side of a group of touching drawings runs through ``box``
+        strictly between its sides: without one, no grid of two columns lies inside it."""
+        x0, y0, x1, y1 = box
+        columns = self._columns
+        first = bisect.bisect_right(columns, (x0, math.inf, math.inf))
+        return any(
+            e[1] <= y1 and e[2] >= y0
+            for e in itertools.takewhile(lambda e: e[0] < x1, itertools.islice(columns, first, None))
+        )
 
 
 def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
@@ -102,6 +128,85 @@ def drawn_rules(page: pymupdf.Page, paths: list[dict]) -> Rules | None:
     shade_h, shade_v = axis_parallel(shading, area)
     boxes = sorted({transformed_box(m, p["rect"]) for p in paths}, key=lambda r: (r[3], r[0]))
     return Rules(h + shade_h, v + shade_v, boxes, area, h, v)
+
+
+def touching_groups(boxes: list[Box], area: Box) -> list[Box]:
+    """Bounding boxes of groups of ``boxes`` that touch, a group's box growing as it takes boxes in.
+
+    A group starts at the first box left and takes in, last box first, each box left that touches
+    the group's box (``touching``); passes repeat until one takes in none. Only the boxes reaching
+    into the horizontal bands of the page (``BAND`` high, within ``area``; boxes off it in the end
+    bands) that the group's box covers are looked at, the others being too far to touch it: the
+    groups are those of looking at every box, at a cost that grows with the boxes near a group.
+    """
+    top, bottom = area[1], area[3]
+    last = max(1, math.ceil((bottom - top) / BAND)) - 1
+
+    def band(y: float, nan: int) -> int:
+        if top <= y < bottom:
+            return min(int((y - top) // BAND), last)
+        if y < top:
+            return 0
+        return last if y >= bottom else nan
+
+    height = bottom - top
+    spans = [  # the bands each box reaches into; the arithmetic of ``band`` for a box on the page
+        range(int(lo // BAND), min(int(hi // BAND), last) + 1)
+        if (lo := b[1] - SNAP - top) >= 0 and (hi := b[3] + SNAP - top) < height
+        else range(band(b[1] - SNAP, 0), band(b[3] + SNAP, last) + 1)
+        for b in boxes
+    ]
+    near: list[set[int]] = [set() for _ in range(last + 1)]  # band → boxes left reaching into it
+    for i, span in enumerate(spans):
+        for k in span:
+            near[k].add(i)
+    left = [True] * len(boxes)
+
+    def take(i: int) -> None:
+        left[i] = False
+        for k in spans[i]:
+            near[k].discard(i)
+
+    out = []
+    for seed, box in enumerate(boxes):
+        if not left[seed]:
+            continue
+        take(seed)
+        grown = True
+        while grown:  # one pass: the boxes left, last first, against the growing box
+            grown = False
+            end, reach, todo, at = len(boxes), (0, -1), [], 0
+            while True:
+                if (now := (band(box[1], 0), band(box[3], last))) != reach:  # the box reaches new bands
+                    reach, at = now, 0
+                    todo = sorted(
+                        {i for k in range(now[0], now[1] + 1) for i in near[k] if i < end}, reverse=True
+                    )
+                while at < len(todo) and not touching(box, boxes[todo[at]]):
+                    at += 1
+                if at == len(todo):
+                    break
+                end = todo[at]
+                take(end)
+                at += 1
+                r = boxes[end]
+                box = (min(box[0], r[0]), min(box[1], r[1]), max(box[2], r[2]), max(box[3], r[3]))
+                grown = True
+        out.append(box)
+    return out
+
+
+def touching(a: Box, b: Box) -> bool:
+    """Whether a corner of one box lies within the other (widened by ``SNAP``)."""
+    a0, a1, a2, a3 = a
+    b0, b1, b2, b3 = b
+    return (
+        (b0 - SNAP <= a0 <= b2 + SNAP or b0 - SNAP <= a2 <= b2 + SNAP)
+        and (b1 - SNAP <= a1 <= b3 + SNAP or b1 - SNAP <= a3 <= b3 + SNAP)
+    ) or (
+        (a0 - SNAP <= b0 <= a2 + SNAP or a0 - SNAP <= b2 <= a2 + SNAP)
+        and (a1 - SNAP <= b1 <= a3 + SNAP or a1 - SNAP <= b3 <= a3 + SNAP)
+    )
 
 
 def _white(path: dict) -> bool:
