@@ -397,7 +397,7 @@ def targets(result: dict) -> dict:
 
     systems = result["systems"]
     peers = {
-        f"{n}/{how}": hit5(s[how])
+        f"{n}/{how}": hit5(s)
         for n in PEERS
         if n in systems
         for how, s in systems[n].items()
