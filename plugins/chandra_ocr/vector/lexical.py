@@ -89,19 +89,19 @@ def add_postings(con: duckdb.DuckDBPyConnection, rows: Iterable[tuple[str, str]]
     return lengths
 
 
-def remove(con: duckdb.DuckDBPyConnection, chunk_ids: str) -> None:
-    """Delete the postings of the chunks whose ``chunk_id`` is in the relation named ``chunk_ids``."""
-    con.execute(f"DELETE FROM postings WHERE chunk_id IN (SELECT chunk_id FROM {chunk_ids})")
+def remove(con: duckdb.DuckDBPyConnection, chunk_ids: list[str]) -> None:
+    """Delete the postings of the chunks ``chunk_ids``."""
+    con.execute("DELETE FROM postings WHERE chunk_id IN (SELECT unnest($ids::VARCHAR[]))", {"ids": chunk_ids})
 
 
-_BM25 = f"""
+_BM25 = """
 WITH q AS (SELECT DISTINCT unnest($terms::VARCHAR[]) AS term),
 stats AS (SELECT count(*) AS n, avg(n_terms) AS avgdl FROM lexical_chunks),
 df AS (SELECT p.term, count(*) AS df FROM postings p SEMI JOIN q USING (term) GROUP BY p.term),
 idf AS (SELECT term, ln(1 + (stats.n - df + 0.5) / (df + 0.5)) AS idf FROM df, stats)
 SELECT p.chunk_id,
-       sum(idf.idf * p.tf * ({K1} + 1)
-           / (p.tf + {K1} * (1 - {B} + {B} * c.n_terms / greatest(stats.avgdl, 1)))) AS score
+       sum(idf.idf * p.tf * ($k1 + 1)
+           / (p.tf + $k1 * (1 - $b + $b * c.n_terms / greatest(stats.avgdl, 1)))) AS score
 FROM postings p JOIN idf USING (term) JOIN lexical_chunks c USING (chunk_id), stats
 WHERE $doc::VARCHAR IS NULL OR c.doc_id = $doc
 GROUP BY p.chunk_id
@@ -118,5 +118,5 @@ def bm25(
     query_terms = sorted(set(terms(question)))
     if not query_terms:
         return []
-    rows = con.execute(_BM25, {"terms": query_terms, "doc": doc_id, "n": int(n)}).fetchall()
+    rows = con.execute(_BM25, {"terms": query_terms, "doc": doc_id, "n": int(n), "k1": K1, "b": B}).fetchall()
     return [(chunk_id, float(score)) for chunk_id, score in rows]

@@ -120,13 +120,11 @@ def apply_lexical(layout: KbLayout, index_dir: Path, *, feed: str = "vector") ->
 def replace_chunks(con: duckdb.DuckDBPyConnection, upserts: pa.Table, deletes: pa.Table) -> None:
     """Remove the chunks of ``deletes`` and ``upserts`` (``chunk_id`` columns), then index ``upserts``
     (outbox columns; ``chunk_id``, ``doc_id``, ``text`` and ``context`` at least)."""
-    gone = pa.concat_tables([deletes.select(["chunk_id"]), upserts.select(["chunk_id"])])
-    con.register("lexical_gone", gone)
-    try:
-        lexical.remove(con, "lexical_gone")
-        con.execute("DELETE FROM lexical_chunks WHERE chunk_id IN (SELECT chunk_id FROM lexical_gone)")
-    finally:
-        con.unregister("lexical_gone")
+    gone = deletes.column("chunk_id").to_pylist() + upserts.column("chunk_id").to_pylist()
+    lexical.remove(con, gone)
+    con.execute(
+        "DELETE FROM lexical_chunks WHERE chunk_id IN (SELECT unnest($ids::VARCHAR[]))", {"ids": gone}
+    )
     rows = upserts.to_pylist()
     counts = lexical.add_postings(
         con, ((r["chunk_id"], indexed_text(r["context"], r["text"] or "")) for r in rows)
