@@ -280,7 +280,7 @@ def test_the_cli_loads_every_load_pages_and_at_the_end(tmp_path, samples, monkey
 def test_the_next_batch_is_triaged_before_the_last_one_is_assembled(tmp_path, samples):
     """The CLI keeps its workers busy across batches (``pipeline.overlapped``): with one worker, which
     runs tasks in the order they were submitted, the second batch's document is triaged (its record
-    written) before the first one's is assembled (its Markdown written); every document is ingested."""
+    written) before the first one's is assembled (its Markdown written); every document ends with its status."""
     src = tmp_path / "in"
     src.mkdir()
     for name in ("report.pdf", "mixed.pdf", "scanned_memo.pdf"):
@@ -293,7 +293,13 @@ def test_the_next_batch_is_triaged_before_the_last_one_is_assembled(tmp_path, sa
     assembled = [layout.export(d.doc_id, ".md").stat().st_mtime_ns for d in docs]
     triaged = [layout.document_checkpoint(d.doc_id).stat().st_mtime_ns for d in docs]
     assert triaged[1] < assembled[0] and triaged[2] < assembled[1]
-    assert kb_rows(tmp_path / "kb", "SELECT count(*) FROM documents WHERE status = 'ingested'") == [(3,)]
+    statuses = kb_rows(tmp_path / "kb", "SELECT file_name, status FROM documents ORDER BY file_name")
+    # the text engine finds no text in the scanned memo: partial, as any document without text
+    assert statuses == [
+        ("mixed.pdf", "ingested"),
+        ("report.pdf", "ingested"),
+        ("scanned_memo.pdf", "partial"),
+    ]
 
 
 def test_documents_read_from_the_text_layer_alone_go_through_assemble_like_the_others(tmp_path, samples):
