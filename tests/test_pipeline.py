@@ -280,7 +280,7 @@ def test_the_cli_loads_every_load_pages_and_at_the_end(tmp_path, samples, monkey
 def test_the_next_batch_is_triaged_before_the_last_one_is_assembled(tmp_path, samples):
     """The CLI keeps its workers busy across batches (``pipeline.overlapped``): with one worker, which
     runs tasks in the order they were submitted, the second batch's document is triaged (its record
-    written) before the first one's is assembled (its Markdown written); every document ends with its status."""
+    written) before the first one's is assembled (its Markdown written); each document gets its status."""
     src = tmp_path / "in"
     src.mkdir()
     for name in ("report.pdf", "mixed.pdf", "scanned_memo.pdf"):
