@@ -55,6 +55,18 @@ def index_path(index_dir: Path) -> Path:
     return Path(index_dir) / "vectors.duckdb"
 
 
+def connect_index_file(path: Path, what: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A connection to the index file ``path`` (``what`` names it in errors); StoreError when a
+    read-only one does not exist yet or it cannot be opened."""
+    if read_only and not path.exists():
+        raise StoreError(f"no {what} at {path}; run the vector feed first")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as e:
+        raise StoreError(f"cannot open {what} {path}: {e}") from e
+
+
 def open_index(
     index_dir: Path, model: str, dim: int, *, read_only: bool = False
 ) -> duckdb.DuckDBPyConnection:
@@ -62,14 +74,7 @@ def open_index(
 
     Raises ConfigError when the index holds another model's vectors, StoreError when it cannot be opened.
     """
-    path = index_path(index_dir)
-    if read_only and not path.exists():
-        raise StoreError(f"no vector index at {path}; run the vector feed first")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as e:
-        raise StoreError(f"cannot open vector index {path}: {e}") from e
+    con = connect_index_file(index_path(index_dir), "vector index", read_only=read_only)
     try:
         if not read_only:
             _create(con, model, dim)

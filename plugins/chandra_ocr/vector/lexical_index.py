@@ -18,11 +18,10 @@ import duckdb
 import pyarrow as pa
 
 from chandra_ocr.document import indexed_text
-from chandra_ocr.errors import StoreError
 from chandra_ocr.store.duckdb_store import transaction
 from chandra_ocr.store.layout import KbLayout
 from chandra_ocr.vector import lexical
-from chandra_ocr.vector.index import COLUMNS, Hit
+from chandra_ocr.vector.index import COLUMNS, Hit, connect_index_file
 from chandra_ocr.vector.outbox import pending_files, read_export
 
 log = logging.getLogger(__name__)
@@ -47,14 +46,7 @@ def lexical_path(index_dir: Path) -> Path:
 
 def open_lexical(index_dir: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (creating when writable) the lexical index in ``index_dir``; StoreError when it cannot be."""
-    path = lexical_path(index_dir)
-    if read_only and not path.exists():
-        raise StoreError(f"no lexical index at {path}; run the vector feed first")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as e:
-        raise StoreError(f"cannot open lexical index {path}: {e}") from e
+    con = connect_index_file(lexical_path(index_dir), "lexical index", read_only=read_only)
     if not read_only:
         create_index(con)
     return con
